@@ -1,0 +1,77 @@
+"""The node groups the shipped values files are sized for: one profile per file in values/."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import catalog, sizing
+from .sizing import PodRequest
+
+
+@dataclass(frozen=True)
+class Profile:
+    file: str  # values/<file>
+    node_type: str | None  # EC2 instance type, None for a generic local cluster (no node selector)
+    nodes: int
+    shape: sizing.NodeShape
+    daemonsets: tuple[PodRequest, ...]
+    cluster_pods: tuple[PodRequest, ...]  # without the master; the plan adds it
+    description: str
+
+    @property
+    def plan(self) -> sizing.WorkerPlan:
+        return sizing.plan_workers(
+            self.shape, self.nodes, daemonsets=self.daemonsets, cluster_pods=self.cluster_pods
+        )
+
+
+def eks(node_type: str, nodes: int, description: str) -> Profile:
+    return Profile(
+        file=node_type.replace(".", "-") + ".yaml",
+        node_type=node_type,
+        nodes=nodes,
+        shape=sizing.node_shape(catalog.get(node_type)),
+        daemonsets=sizing.EKS_DAEMONSETS,
+        cluster_pods=sizing.EKS_CLUSTER_PODS,
+        description=description,
+    )
+
+
+# A single-node kind or minikube cluster on a 4-core laptop: its control plane runs on the same node, so the
+# static pods count like DaemonSets (requests as kubeadm sets them).
+LOCAL_SHAPE = sizing.NodeShape(
+    name="local", cpu_m=4000, memory_mi=8192, allocatable_cpu_m=4000, allocatable_memory_mi=8192, max_pods=110,
+    labels={"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"},
+)
+LOCAL_NODE_PODS: tuple[PodRequest, ...] = (
+    PodRequest("kindnet", 100, 50),
+    PodRequest("kube-proxy", 0, 0),
+    PodRequest("etcd", 100, 100),
+    PodRequest("kube-apiserver", 250, 0),
+    PodRequest("kube-controller-manager", 200, 0),
+    PodRequest("kube-scheduler", 100, 0),
+)
+
+PROFILES: tuple[Profile, ...] = (
+    eks("m5.large", 2, "the Locust-on-EKS starting point; memory sits idle, prefer c5.large"),
+    eks("c5.large", 2, "cheapest per worker core; more nodes mean more DaemonSet overhead"),
+    eks("c5.xlarge", 2, "the measured sweet spot for small tests: 6 workers on 2 nodes"),
+    eks("c5.2xlarge", 2, "14 workers on 2 nodes"),
+    eks("c5.4xlarge", 2, "30 workers on 2 nodes: ~15,000 RPS in the Locust-on-EKS measurements"),
+    eks("c5n.xlarge", 2, "network-optimised: for large payloads where bandwidth caps RPS before CPU"),
+    Profile(
+        file="local.yaml",
+        node_type=None,
+        nodes=1,
+        shape=LOCAL_SHAPE,
+        daemonsets=LOCAL_NODE_PODS,
+        cluster_pods=(PodRequest("coredns", 100, 70, replicas=2),),
+        description="a single-node kind/minikube cluster with 4 CPUs (no instance-type selector)",
+    ),
+)
+
+
+def by_file(name: str) -> Profile:
+    for p in PROFILES:
+        if p.file == name:
+            return p
+    raise KeyError(f"no profile writes values/{name}; profiles: {', '.join(p.file for p in PROFILES)}")

@@ -1,0 +1,43 @@
+"""Which side of a load test was the bottleneck, from CPU figures.
+
+The lesson behind it: RPS plateaued because the Locust workers sat at 100 % of their CPU while the nodes were far
+from full, so the number measured was the generator's ceiling, not the target's. A result is only the target's
+capacity when the target, not the generator, is saturated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A worker at this share of its core (or of its CPU limit) is saturated; Locust itself warns at 90 %.
+SATURATED_CPU = 0.9
+
+GENERATOR_BOUND = "generator-bound"
+TARGET_BOUND = "target-bound"
+HEALTHY = "healthy"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str
+    reason: str
+
+
+def judge(worker_cpu: list[float], target_cpu: float | None, target_cpus: float = 1.0) -> Verdict:
+    """worker_cpu: mean CPU of each worker as a fraction of its core or limit; target_cpu: the target's mean CPU
+    in cores, out of `target_cpus` (None when not measured)."""
+    if worker_cpu:
+        busiest = max(worker_cpu)
+        if busiest >= SATURATED_CPU:
+            hot = sum(c >= SATURATED_CPU for c in worker_cpu)
+            return Verdict(
+                GENERATOR_BOUND,
+                f"{hot} of {len(worker_cpu)} workers at >= {SATURATED_CPU:.0%} CPU (busiest {busiest:.0%}): "
+                "the RPS is the generator's ceiling; add workers or cores before reading the target's capacity",
+            )
+    if target_cpu is not None and target_cpu / target_cpus >= SATURATED_CPU:
+        return Verdict(
+            TARGET_BOUND,
+            f"target at {target_cpu / target_cpus:.0%} of {target_cpus:g} CPU(s) while workers have headroom: "
+            "this RPS is the target's capacity at this CPU count",
+        )
+    return Verdict(HEALTHY, "neither the workers nor the target are saturated: raise users to find the limit")

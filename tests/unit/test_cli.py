@@ -1,0 +1,54 @@
+import pytest
+
+from loadtest import cli, local, valuesgen
+
+
+def run(capsys, *argv):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(list(argv))
+    return exc.value.code, capsys.readouterr()
+
+
+def test_size_prints_the_replicas_and_the_helm_command(capsys):
+    assert cli.main(["size", "--node-type", "c5.xlarge", "--nodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "6 workers at 1000m" in out
+    assert "--set locust.worker.replicas=6" in out
+
+
+def test_size_with_unknown_node_type_exits_2_naming_it(capsys):
+    code, io = run(capsys, "size", "--node-type", "c5.mega")
+    assert code == 2
+    assert "unknown node type 'c5.mega'" in io.err
+
+
+def test_size_with_bad_cpu_quantity_exits_2(capsys):
+    code, io = run(capsys, "size", "--node-type", "c5.large", "--worker-cpu", "lots")
+    assert code == 2 and "CPU quantity 'lots'" in io.err
+
+
+def test_local_refuses_zero_workers(capsys):
+    code, io = run(capsys, "local", "--workers", "0")
+    assert code == 2 and "--workers must be at least 1" in io.err
+
+
+def test_local_refuses_a_bad_run_time(capsys):
+    code, io = run(capsys, "local", "--run-time", "ten minutes")
+    assert code == 2 and "run time 'ten minutes'" in io.err
+
+
+def test_committed_values_files_and_schema_enums_match_the_generator():
+    stale = valuesgen.stale_files()
+    assert not stale, f"regenerate with `loadtest values` and commit: {[str(p) for p in stale]}"
+
+
+def test_values_check_reports_a_stale_file(tmp_path, capsys, monkeypatch):
+    real = valuesgen.stale_files
+    monkeypatch.setattr(valuesgen, "stale_files", lambda: real(values_dir=tmp_path))
+    assert cli.main(["values", "--check"]) == 1
+    assert "out of date" in capsys.readouterr().out
+
+
+def test_unknown_scenario_lists_the_known_ones():
+    with pytest.raises(local.LocalRunError, match="unknown scenario 'nope'.*keepalive_1kb"):
+        local.scenario_file("nope")

@@ -1,0 +1,19 @@
+from loadtest import verdict
+
+
+def test_saturated_workers_make_the_result_generator_bound_even_when_the_target_is_busy():
+    v = verdict.judge([0.97, 0.95], target_cpu=0.95)
+    assert v.kind == verdict.GENERATOR_BOUND
+    assert "2 of 2 workers" in v.reason
+
+
+def test_busy_target_with_idle_workers_is_target_bound():
+    assert verdict.judge([0.5, 0.6], target_cpu=1.9, target_cpus=2).kind == verdict.TARGET_BOUND
+
+
+def test_nothing_saturated_is_healthy():
+    assert verdict.judge([0.3], target_cpu=0.4).kind == verdict.HEALTHY
+
+
+def test_unknown_target_cpu_never_claims_target_bound():
+    assert verdict.judge([0.5], target_cpu=None).kind == verdict.HEALTHY
