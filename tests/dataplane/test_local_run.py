@@ -1,0 +1,83 @@
+"""The README's first command, end to end: the chart's nginx payload config + Locust master and workers."""
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from base64 import b64encode
+
+import pytest
+
+from loadtest import local, paths, verdict
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    lines = []
+    result = local.run("keepalive_1kb", users=20, spawn_rate=20, run_time_s=6, workers=2,
+                       workdir=tmp_path_factory.mktemp("local"), progress=lines.append)
+    return result, lines
+
+
+def test_local_run_serves_requests_without_failures(short_run):
+    result, _ = short_run
+    assert result.requests > 1000, f"only {result.requests} requests in 6 s"
+    assert result.failures == 0
+    assert result.rps > 0 and result.p95_ms > 0
+
+
+def test_local_run_shows_progress_and_measures_both_sides(short_run):
+    result, lines = short_run
+    assert any("RPS" in line and "worker CPU" in line for line in lines), lines
+    assert len(result.worker_cpu) == 2 and all(0 < c <= 1.5 for c in result.worker_cpu)
+    assert result.target_cpu is not None and result.target_cpu > 0
+    assert result.verdict.kind in (verdict.GENERATOR_BOUND, verdict.TARGET_BOUND, verdict.HEALTHY)
+
+
+def test_local_cli_prints_the_result_and_the_verdict():
+    out = subprocess.run([sys.executable, "-m", "loadtest.cli", "local", "--workers", "1", "--users", "5",
+                          "--run-time", "3s"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for part in ("RPS", "p50 / p95 / p99", "verdict"):
+        assert part in out.stdout
+
+
+def test_local_cli_names_an_unknown_scenario():
+    out = subprocess.run([sys.executable, "-m", "loadtest.cli", "local", "--scenario", "nope", "--run-time", "1s"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "unknown scenario 'nope'" in out.stderr
+
+
+@pytest.fixture
+def locust_ui_with_auth(tmp_path):
+    port = local.free_port()
+    env = {**os.environ, "LOADTEST_WEB_AUTH": "admin:s3cret"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "locust", "-f", str(paths.LOCUSTFILES / "keepalive_1kb.py"), "--web-host",
+         "127.0.0.1", "--web-port", str(port), "--host", "http://127.0.0.1:9"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            break
+        except urllib.error.HTTPError:
+            break  # up, and answering (401)
+        except OSError:
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_web_ui_basic_auth_rejects_strangers_and_admits_the_secret_holder(locust_ui_with_auth):
+    with pytest.raises(urllib.error.HTTPError) as denied:
+        urllib.request.urlopen(locust_ui_with_auth, timeout=5)
+    assert denied.value.code == 401
+    req = urllib.request.Request(locust_ui_with_auth,
+                                 headers={"Authorization": "Basic " + b64encode(b"admin:s3cret").decode()})
+    with urllib.request.urlopen(req, timeout=5) as ok:
+        assert ok.status == 200
