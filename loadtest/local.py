@@ -7,6 +7,7 @@ test, and prints RPS, failures, latency and which side was the bottleneck.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import socket
@@ -48,6 +49,7 @@ class Result:
     worker_cpu: list[float] = field(default_factory=list)  # mean fraction of one core per worker
     target_cpu: float | None = None  # mean cores used by nginx
     target_cpus: int = 1
+    host_cpu: float | None = None  # mean share of all the machine's cores in use, whoever used them
 
     @property
     def failure_ratio(self) -> float:
@@ -55,7 +57,7 @@ class Result:
 
     @property
     def verdict(self) -> verdict.Verdict:
-        return verdict.judge(self.worker_cpu, self.target_cpu, self.target_cpus)
+        return verdict.judge(self.worker_cpu, self.target_cpu, self.target_cpus, self.host_cpu)
 
 
 def free_port() -> int:
@@ -130,33 +132,39 @@ def wait_http(url: str, proc: subprocess.Popen, procs: Processes, name: str) -> 
     raise LocalRunError(f"{name} did not answer {url} within {STARTUP_TIMEOUT_S} s:\n{procs.log_tail(name)}")
 
 
-class CpuSampler:
-    """Mean CPU per process group, sampled once per call to sample()."""
+class CpuMeter:
+    """CPU of a process and its children, in cores, averaged over the samples taken while the swarm ran."""
 
-    def __init__(self, groups: dict[str, list[int]]):
-        self.procs = {name: [psutil.Process(pid) for pid in pids] for name, pids in groups.items()}
-        for name, ps in list(self.procs.items()):
-            self.procs[name] = ps + [c for p in ps for c in p.children(recursive=True)]
-            for p in self.procs[name]:
-                p.cpu_percent(None)
-        self.samples: dict[str, list[float]] = {name: [] for name in groups}
+    def __init__(self, pid: int):
+        root = psutil.Process(pid)
+        self.procs = [root, *root.children(recursive=True)]
+        for p in self.procs:
+            p.cpu_percent(None)
+        self.samples: list[float] = []
 
-    def sample(self) -> dict[str, float]:
-        now = {}
-        for name, ps in self.procs.items():
-            total = 0.0
-            for p in ps:
-                try:
-                    total += p.cpu_percent(None) / 100
-                except psutil.NoSuchProcess:
-                    pass
-            self.samples[name].append(total)
-            now[name] = total
-        return now
+    def sample(self, keep: bool) -> float:
+        total = 0.0
+        for p in self.procs:
+            try:
+                total += p.cpu_percent(None) / 100
+            except psutil.NoSuchProcess:
+                pass
+        if keep:
+            self.samples.append(total)
+        return total
 
-    def mean(self, name: str, skip: int = 2) -> float:
-        values = self.samples[name][skip:] or self.samples[name]
-        return sum(values) / len(values) if values else 0.0
+    @property
+    def mean(self) -> float | None:
+        return sum(self.samples) / len(self.samples) if self.samples else None
+
+
+def swarm_status(web: str) -> dict | None:
+    """Locust's own live view (the web UI's JSON): state, users, current RPS, failures, workers' CPU."""
+    try:
+        with urllib.request.urlopen(f"{web}/stats/requests", timeout=2) as r:
+            return json.load(r)
+    except (OSError, ValueError):
+        return None
 
 
 def read_aggregated(csv_path: Path) -> dict[str, str] | None:
@@ -175,39 +183,51 @@ def scenario_file(scenario: str) -> Path:
     return path
 
 
-def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
-        progress=print) -> Result:
-    locustfile = scenario_file(scenario)
-    workdir.mkdir(parents=True, exist_ok=True)
-    runtime = workdir / "nginx"
-    (runtime / "html").mkdir(parents=True, exist_ok=True)
-    port, master_port = free_port(), free_port()
+def write_payload_server(runtime: Path, port: int) -> Path:
+    """The chart's nginx.conf and payload files under `runtime`; returns the conf path."""
     files = render_backend(port)
+    (runtime / "html").mkdir(parents=True, exist_ok=True)
     conf = runtime / "nginx.conf"
     conf.write_text(files.pop("nginx.conf"))
     for name, body in files.items():
         (runtime / "html" / name).write_text(body)
-    # nginx started as root drops its workers to an unprivileged user, which must read the payload.
-    for d in (workdir, runtime, runtime / "html"):
+    # nginx started as root drops its workers to an unprivileged user, which must reach the payload: hence a
+    # world-readable folder of its own under the system temp dir, whatever the permissions of the output folder.
+    for d in (runtime, runtime / "html"):
         d.chmod(0o755)
+    return conf
+
+
+def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
+        progress=print) -> Result:
+    locustfile = scenario_file(scenario)
+    workdir.mkdir(parents=True, exist_ok=True)
+    port, master_port, web_port = free_port(), free_port(), free_port()
     host = f"http://127.0.0.1:{port}"
     locust = [sys.executable, "-m", "locust", "-f", str(locustfile)]
-    with Processes(workdir) as procs:
+    web = f"http://127.0.0.1:{web_port}"
+    with tempfile.TemporaryDirectory(prefix="loadtest-nginx-") as nginx_dir, Processes(workdir) as procs:
+        runtime = Path(nginx_dir)
+        conf = write_payload_server(runtime, port)
         nginx = procs.start("nginx", [paths.tool("nginx"), "-p", f"{runtime}/", "-e", "stderr", "-c", str(conf),
                                       "-g", "daemon off;"])
         wait_http(f"{host}/healthz", nginx, procs, "nginx")
+        # --autostart rather than --headless: the run is the same, and the web UI's JSON gives live figures.
         master = procs.start("locust-master", locust + [
             "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(master_port),
-            "--headless", "--expect-workers", str(workers), "--expect-workers-max-wait", str(STARTUP_TIMEOUT_S),
+            "--web-host", "127.0.0.1", "--web-port", str(web_port), "--autostart", "--autoquit", "0",
+            "--expect-workers", str(workers), "--expect-workers-max-wait", str(STARTUP_TIMEOUT_S),
             "-u", str(users), "-r", str(spawn_rate), "-t", f"{run_time_s}s", "--host", host,
-            "--csv", str(workdir / "stats"), "--only-summary", "--exit-code-on-error", "0",
+            "--csv", str(workdir / "stats"), "--exit-code-on-error", "0",
         ])
-        worker_procs = [
-            procs.start(f"locust-worker-{i}", locust + [
-                "--worker", "--master-host", "127.0.0.1", "--master-port", str(master_port)])
+        worker_meters = [
+            CpuMeter(procs.start(f"locust-worker-{i}", locust + [
+                "--worker", "--master-host", "127.0.0.1", "--master-port", str(master_port)]).pid)
             for i in range(workers)
         ]
-        sampler = CpuSampler({"nginx": [nginx.pid], **{f"w{i}": [w.pid] for i, w in enumerate(worker_procs)}})
+        target = CpuMeter(nginx.pid)
+        psutil.cpu_percent(None)
+        host_samples: list[float] = []
         progress(f"loadtest local: {scenario} against the chart's nginx payload on {host}, "
                  f"{workers} worker(s), {users} users, {run_time_s} s")
         deadline = time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S
@@ -216,15 +236,20 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             if time.monotonic() > deadline:
                 raise LocalRunError(f"the Locust master did not finish in time:\n{procs.log_tail('locust-master')}")
             time.sleep(1)
-            cpu = sampler.sample()
-            row = read_aggregated(workdir / "stats_stats_history.csv")
-            if row:
-                workers_cpu = " ".join(f"{cpu[f'w{i}']:.0%}" for i in range(workers))
-                progress(
-                    f"  [{time.monotonic() - started:4.0f} s] users {row['User Count']:>5}  "
-                    f"RPS {float(row['Requests/s']):>9,.0f}  failures {int(row['Total Failure Count']):>6,}  "
-                    f"p95 {row['95%']:>4} ms  worker CPU {workers_cpu}  nginx CPU {cpu['nginx']:.0%}"
-                )
+            status = swarm_status(web)
+            running = bool(status) and status.get("state") == "running"
+            # Measured here rather than taken from Locust's worker reports, which lag by up to 5 s.
+            nginx_cpu = target.sample(keep=running)
+            cpus = " ".join(f"{m.sample(keep=running):.0%}" for m in worker_meters)
+            if not running:
+                continue
+            host_samples.append(psutil.cpu_percent(None) / 100)
+            p95 = status.get("current_response_time_percentiles", {}).get("response_time_percentile_0.95")
+            progress(
+                f"  [{time.monotonic() - started:4.0f} s] users {status['user_count']:>5}  "
+                f"RPS {status.get('current_rps', 0):>9,.0f}  failures {status.get('fail_ratio', 0):>6.2%}  "
+                f"p95 {p95 or 0:>5.0f} ms  worker CPU {cpus}  nginx CPU {nginx_cpu:.0%}"
+            )
         if master.returncode != 0:
             raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{procs.log_tail('locust-master')}")
     final = read_aggregated(workdir / "stats_stats.csv")
@@ -235,7 +260,8 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         requests=int(final["Request Count"]), failures=int(final["Failure Count"]),
         rps=float(final["Requests/s"]), p50_ms=float(final["50%"]), p95_ms=float(final["95%"]),
         p99_ms=float(final["99%"]),
-        worker_cpu=[sampler.mean(f"w{i}") for i in range(workers)], target_cpu=sampler.mean("nginx"),
+        worker_cpu=[m.mean or 0.0 for m in worker_meters], target_cpu=target.mean,
+        host_cpu=sum(host_samples) / len(host_samples) if host_samples else None,
     )
 
 
@@ -249,6 +275,8 @@ def print_result(r: Result, out=print) -> None:
     out(f"  worker CPU       {', '.join(f'{c:.0%}' for c in r.worker_cpu)} (of one core each)")
     if r.target_cpu is not None:
         out(f"  target CPU       {r.target_cpu:.2f} of {r.target_cpus} core(s) (nginx)")
+    if r.host_cpu is not None:
+        out(f"  machine CPU      {r.host_cpu:.0%} of {psutil.cpu_count()} core(s) busy")
     out(f"  verdict          {v.kind}: {v.reason}")
 
 

@@ -22,9 +22,11 @@ class Verdict:
     reason: str
 
 
-def judge(worker_cpu: list[float], target_cpu: float | None, target_cpus: float = 1.0) -> Verdict:
+def judge(worker_cpu: list[float], target_cpu: float | None, target_cpus: float = 1.0,
+          host_cpu: float | None = None) -> Verdict:
     """worker_cpu: mean CPU of each worker as a fraction of its core or limit; target_cpu: the target's mean CPU
-    in cores, out of `target_cpus` (None when not measured)."""
+    in cores, out of `target_cpus` (None when not measured); host_cpu: share of the machine's cores in use when
+    generator and target share one machine (the local stack)."""
     if worker_cpu:
         busiest = max(worker_cpu)
         if busiest >= SATURATED_CPU:
@@ -39,5 +41,11 @@ def judge(worker_cpu: list[float], target_cpu: float | None, target_cpus: float 
             TARGET_BOUND,
             f"target at {target_cpu / target_cpus:.0%} of {target_cpus:g} CPU(s) while workers have headroom: "
             "this RPS is the target's capacity at this CPU count",
+        )
+    if host_cpu is not None and host_cpu >= SATURATED_CPU:
+        return Verdict(
+            GENERATOR_BOUND,
+            f"the machine's cores are {host_cpu:.0%} busy and the workers share them with the target: the workers "
+            "cannot get more CPU; run generator and target on separate machines or nodes to measure the target",
         )
     return Verdict(HEALTHY, "neither the workers nor the target are saturated: raise users to find the limit")

@@ -17,3 +17,12 @@ def test_nothing_saturated_is_healthy():
 
 def test_unknown_target_cpu_never_claims_target_bound():
     assert verdict.judge([0.5], target_cpu=None).kind == verdict.HEALTHY
+
+
+def test_a_saturated_shared_machine_makes_the_result_generator_bound():
+    v = verdict.judge([0.6, 0.55], target_cpu=0.3, host_cpu=0.98)
+    assert v.kind == verdict.GENERATOR_BOUND and "98% busy" in v.reason
+
+
+def test_a_busy_target_wins_over_a_busy_shared_machine():
+    assert verdict.judge([0.5], target_cpu=0.95, host_cpu=0.97).kind == verdict.TARGET_BOUND
