@@ -1,0 +1,63 @@
+"""Kubernetes JSON schemas for kubeconform, offline.
+
+The PyPI package kubernetes-validate ships the schemas of each Kubernetes minor version, one file per kind
+(`deployment-apps-v1.json`, `pod-v1.json`: the names kubeconform builds from `{{ .ResourceKind }}{{ .KindSuffix }}`),
+in two variants, `local` and `local-strict` (no additional properties). Their shared definitions sit in
+`_definitions.json`, referenced as "/api/_definitions.json#/...": a path kubeconform cannot resolve. The converted
+copy rewrites those references to the absolute file:// URI of the copied `_definitions.json`, and is written once
+per version into ${XDG_CACHE_HOME:-~/.cache}/loadtest/kubeconform-schemas/<version>/{local,local-strict}/.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.resources
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+PACKAGE = "kubernetes_validate"
+PACKAGE_REF = '"/api/_definitions.json#'
+VARIANTS = ("local", "local-strict")
+STAMP = ".kubernetes-validate-version"
+
+
+def cache_dir() -> Path:
+    """Root of the converted schema trees."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "loadtest" / "kubeconform-schemas"
+
+
+def ensure_schemas(k8s_version: str = "1.33") -> Path:
+    """The converted schema tree of a Kubernetes minor version ("1.33"), written on first use; returns its folder."""
+    package_version = importlib.metadata.version("kubernetes-validate")
+    dest = cache_dir() / k8s_version
+    if (dest / STAMP).is_file() and (dest / STAMP).read_text() == package_version:
+        return dest
+
+    source = importlib.resources.files(PACKAGE) / "kubernetes-json-schema"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{k8s_version}-", dir=dest.parent))
+    try:
+        for variant in VARIANTS:
+            folder = source / f"v{k8s_version}.0-{variant}"
+            if not folder.is_dir():
+                raise ValueError(f"kubernetes-validate {package_version} has no schemas for Kubernetes {k8s_version}")
+            out = staging / variant
+            out.mkdir()
+            # The URI the finished tree will have (staging is renamed to dest below).
+            definitions = f'"{(dest / variant / "_definitions.json").as_uri()}#'
+            for schema in folder.iterdir():
+                if schema.name.endswith(".json"):
+                    (out / schema.name).write_text(schema.read_text().replace(PACKAGE_REF, definitions))
+        (staging / STAMP).write_text(package_version)
+        shutil.rmtree(dest, ignore_errors=True)
+        staging.rename(dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+def schema_location(k8s_version: str = "1.33") -> str:
+    """kubeconform's -schema-location template for the converted tree (strict with -strict, else not)."""
+    return str(ensure_schemas(k8s_version) / "local{{ .StrictSuffix }}" / "{{ .ResourceKind }}{{ .KindSuffix }}.json")

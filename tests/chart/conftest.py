@@ -1,0 +1,131 @@
+"""Shared helpers of the chart tests: the tools, and each chart rendered once per set of values."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loadtest import kubeschemas, paths
+
+REPO, CHART = paths.REPO, paths.CHART
+LOCUST_CHART = CHART / "charts" / "locust"
+# Each values file (new ones are picked up as they are added), and None: the chart's defaults.
+VALUE_CASES = [None, *sorted(paths.VALUES.glob("*.yaml"))]
+RELEASE = "lt"
+NAMESPACE = "loadtest"
+K8S_VERSION = "1.33"
+
+
+def find_tool(name: str, *extra_dirs: str) -> str:
+    """A tool from ${XDG_CACHE_HOME:-~/.cache}/loadtest/bin, else PATH; a missing tool fails the test."""
+    cache_bin = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loadtest" / "bin"
+    cached = cache_bin / name
+    if cached.is_file() and os.access(cached, os.X_OK):
+        return str(cached)
+    found = shutil.which(name) or (extra_dirs and shutil.which(name, path=os.pathsep.join(extra_dirs)))
+    if found:
+        return found
+    pytest.fail(f"{name} is not in {cache_bin} nor on PATH: run scripts/setup", pytrace=False)
+
+
+@dataclass
+class Rendered:
+    """The objects of one `helm template` run."""
+
+    text: str
+    docs: list[dict] = field(init=False)
+
+    def __post_init__(self):
+        self.docs = [d for d in yaml.safe_load_all(self.text) if d]
+
+    def of_kind(self, kind: str) -> list[dict]:
+        return [d for d in self.docs if d["kind"] == kind]
+
+    def get(self, kind: str, name: str) -> dict:
+        found = [d for d in self.of_kind(kind) if d["metadata"]["name"] == name]
+        assert len(found) == 1, f"expected one {kind} {name}, found {len(found)}"
+        return found[0]
+
+    def pod_specs(self) -> list[tuple[str, dict]]:
+        """(kind/name, pod spec) of every object that runs pods, test hook pods included."""
+        specs = []
+        for d in self.docs:
+            spec = d.get("spec") or {}
+            if d["kind"] == "Pod":
+                specs.append((f"Pod/{d['metadata']['name']}", spec))
+            elif "template" in spec:
+                specs.append((f"{d['kind']}/{d['metadata']['name']}", spec["template"]["spec"]))
+        return specs
+
+
+class Helm:
+    def __init__(self, path: str):
+        self.path = path
+        self._cache: dict[tuple, Rendered] = {}
+
+    def run(self, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+        return subprocess.run([self.path, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+    def template(self, *args: str, chart: Path = CHART) -> subprocess.CompletedProcess:
+        return self.run("template", RELEASE, str(chart), "-n", NAMESPACE, *args)
+
+    def render(self, values_file: Path | None = None, *args: str) -> Rendered:
+        """The umbrella chart rendered with a values file (None: defaults) and extra helm arguments; cached."""
+        key = (values_file, args)
+        if key not in self._cache:
+            full = (*(["-f", str(values_file)] if values_file else []), *args)
+            result = self.template(*full)
+            assert result.returncode == 0, f"helm template {' '.join(full)} failed:\n{result.stderr}"
+            self._cache[key] = Rendered(result.stdout)
+        return self._cache[key]
+
+
+def case_id(values_file: Path | None) -> str:
+    return values_file.stem if values_file else "defaults"
+
+
+@pytest.fixture(scope="session")
+def helm() -> Helm:
+    return Helm(find_tool("helm"))
+
+
+@pytest.fixture(scope="session")
+def kubeconform() -> str:
+    return find_tool("kubeconform")
+
+
+@pytest.fixture(scope="session")
+def nginx() -> str:
+    return find_tool("nginx", "/usr/sbin", "/usr/local/sbin")
+
+
+@pytest.fixture(scope="session")
+def schema_location() -> str:
+    return kubeschemas.schema_location(K8S_VERSION)
+
+
+@pytest.fixture(scope="session")
+def locust_defaults() -> dict:
+    return yaml.safe_load((LOCUST_CHART / "values.yaml").read_text())
+
+
+@pytest.fixture(scope="session", params=VALUE_CASES, ids=case_id)
+def values_file(request) -> Path | None:
+    """Each values file in values/, and the defaults."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def rendered(helm, values_file) -> Rendered:
+    return helm.render(values_file)
+
+
+@pytest.fixture(scope="session")
+def case_values(values_file) -> dict:
+    """The values the case sets ({} for the defaults)."""
+    return yaml.safe_load(values_file.read_text()) if values_file else {}

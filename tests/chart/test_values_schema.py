@@ -1,0 +1,96 @@
+"""Bad values fail `helm template` (so `helm install`/`upgrade` too) with a message naming the field;
+edge values that are fine render."""
+from __future__ import annotations
+
+import pytest
+
+# id: (helm arguments, chart whose schema reports it, field named in the message)
+BAD = {
+    "replicas-not-integer": (["--set", "locust.worker.replicas=six"], "locust", "worker.replicas"),
+    "replicas-negative": (["--set", "locust.worker.replicas=-1"], "locust", "worker.replicas"),
+    "locust-enabled-not-boolean": (["--set", "locust.enabled=yes"], "loadtest", "locust.enabled"),
+    "backend-enabled-not-boolean": (["--set", "backend.enabled=yes"], "loadtest", "backend.enabled"),
+    "worker-cpu-50m": (["--set-string", "locust.worker.cpu=50m"], "locust", "worker.cpu"),
+    "worker-cpu-0.05": (["--set-string", "locust.worker.cpu=0.05"], "locust", "worker.cpu"),
+    "worker-cpu-zero": (["--set", "locust.worker.cpu=0"], "locust", "worker.cpu"),
+    "worker-cpu-words": (["--set", "locust.worker.cpu=one core"], "locust", "worker.cpu"),
+    "worker-memory-lots": (["--set", "locust.worker.memory=lots"], "locust", "worker.memory"),
+    "node-type-unknown": (["--set", "locust.nodeType=c5.mega"], "locust", "nodeType"),
+    "backend-node-type-unknown": (["--set", "backend.nodeType=t2.micro"], "backend", "nodeType"),
+    "scenario-unknown": (["--set", "locust.scenario=keepalive_10mb"], "locust", "scenario"),
+    "mode-unknown": (["--set", "locust.mode=headless"], "locust", "mode"),
+    "locust-unknown-key": (["--set", "locust.workers=3"], "locust", "Additional property workers"),
+    "worker-unknown-key": (["--set", "locust.worker.cpus=2"], "locust", "Additional property cpus"),
+    "umbrella-unknown-key": (["--set", "locst.enabled=true"], "loadtest", "Additional property locst"),
+    "web-port-70000": (["--set", "locust.master.service.webPort=70000"], "locust", "master.service.webPort"),
+    "service-type-unknown": (["--set", "locust.master.service.type=Ingress"], "locust", "master.service.type"),
+    "master-cpu-lots": (["--set", "locust.master.resources.limits.cpu=lots"], "locust", "master.resources.limits.cpu"),
+    "tolerations-not-a-list": (["--set", "locust.worker.tolerations=none"], "locust", "worker.tolerations"),
+    "image-tag-empty": (["--set", "locust.image.tag="], "locust", "image.tag"),
+    "image-digest-bad": (["--set", "locust.image.digest=abc"], "locust", "image.digest"),
+    "web-auth-enabled-not-boolean": (["--set", "locust.webAuth.enabled=yes"], "locust", "webAuth.enabled"),
+    "web-auth-plain-password": (["--set", "locust.webAuth.password=hunter2"], "locust", "Additional property password"),
+    "web-auth-secret-name-bad": (["--set", "locust.webAuth.existingSecret=My_Secret"], "locust", "webAuth.existingSecret"),
+    "spawn-rate-zero": (["--set", "locust.autostart.spawnRate=0"], "locust", "autostart.spawnRate"),
+    "users-zero": (["--set", "locust.autostart.users=0"], "locust", "autostart.users"),
+    "run-time-words": (["--set", "locust.autostart.runTime=ten minutes"], "locust", "autostart.runTime"),
+    "autostart-without-workers": (["--set", "locust.mode=autostart", "--set", "locust.worker.replicas=0"],
+                                  "locust", "worker.replicas"),
+    "host-not-a-url": (["--set", "locust.host=lt-backend:80"], "locust", "host"),
+    "host-bad-scheme": (["--set", "locust.host=ftp://example.com"], "locust", "host"),
+    "no-host-no-backend": (["--set", "backend.enabled=false"], "loadtest", "locust.host"),
+    "backend-replicas-negative": (["--set", "backend.replicas=-1"], "backend", "replicas"),
+    "backend-port-70000": (["--set", "backend.port=70000"], "backend", "port"),
+    "backend-port-zero": (["--set", "backend.port=0"], "backend", "port"),
+    "backend-bind-address-no-colon": (["--set", "backend.bindAddress=127.0.0.1"], "backend", "bindAddress"),
+    "backend-worker-processes-zero": (["--set", "backend.workerProcesses=0"], "backend", "workerProcesses"),
+    "backend-worker-processes-auto": (["--set", "backend.workerProcesses=auto"], "backend", "workerProcesses"),
+    "backend-keepalive-requests-negative": (["--set", "backend.keepaliveRequests=-5"], "backend", "keepaliveRequests"),
+    "backend-keepalive-timeout-words": (["--set", "backend.keepaliveTimeout=forever"], "backend", "keepaliveTimeout"),
+    "backend-memory-lots": (["--set", "backend.resources.requests.memory=lots"], "backend",
+                            "resources.requests.memory"),
+}
+
+GOOD = {
+    "worker-cpu-100m": ["--set-string", "locust.worker.cpu=100m"],
+    "worker-cpu-0.1": ["--set-string", "locust.worker.cpu=0.1"],
+    "worker-cpu-1500m": ["--set-string", "locust.worker.cpu=1500m"],
+    "worker-cpu-integer": ["--set", "locust.worker.cpu=2"],
+    "worker-memory-1Gi": ["--set", "locust.worker.memory=1Gi"],
+    "no-workers": ["--set", "locust.worker.replicas=0"],
+    "many-users": ["--set", "locust.mode=autostart", "--set", "locust.autostart.users=2000000",
+                   "--set", "locust.autostart.runTime=1h30m"],
+    "fractional-spawn-rate": ["--set", "locust.mode=autostart", "--set", "locust.autostart.spawnRate=0.5"],
+    "https-host-with-port-and-path": ["--set", "locust.host=https://ingress.example.com:8443/app"],
+    "external-target": ["--set", "backend.enabled=false", "--set", "locust.host=http://10.0.0.1"],
+    "nothing-but-the-backend": ["--set", "locust.enabled=false"],
+    "local-bind-address": ["--set", "backend.bindAddress=127.0.0.1:"],
+    "tolerations": ["--set", "locust.worker.tolerations[0].key=dedicated",
+                    "--set", "locust.worker.tolerations[0].operator=Exists"],
+}
+
+
+def test_at_least_15_bad_cases():
+    assert len(BAD) >= 15
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_value_fails_naming_the_field(helm, case):
+    args, chart, field = BAD[case]
+    result = helm.template(*args)
+    assert result.returncode != 0, f"{args} rendered:\n{result.stdout[:2000]}"
+    assert f"\n{chart}:\n" in result.stderr, result.stderr
+    assert field in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("case", GOOD)
+def test_good_value_renders(helm, case):
+    result = helm.template(*GOOD[case])
+    assert result.returncode == 0, result.stderr
+
+
+def test_large_numbers_render_as_integers(helm):
+    rendered = helm.render(None, *GOOD["many-users"], "--set", "backend.keepaliveRequests=1000000")
+    (master,) = [d for d in rendered.of_kind("Deployment") if d["metadata"]["name"] == "lt-locust-master"]
+    assert "--users=2000000" in master["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "keepalive_requests 1000000;" in rendered.get("ConfigMap", "lt-backend")["data"]["nginx.conf"]
