@@ -8,7 +8,7 @@ import argparse
 import importlib
 import sys
 
-from . import catalog, paths, sizing, units, valuesgen
+from . import catalog, paths, sizing, units, valuesdoc, valuesgen
 
 # Modules that add their own sub-commands through register(subparsers).
 COMMAND_MODULES = ("loadtest.local", "loadtest.localcluster")
@@ -68,6 +68,23 @@ def cmd_values(args) -> int:
     return 0
 
 
+def cmd_docs(args) -> int:
+    readme = paths.REPO / "README.md"
+    try:
+        text = valuesdoc.updated_readme(readme)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if text == readme.read_text():
+        print("README values reference is up to date")
+        return 0
+    if args.check:
+        print("README values reference is out of date: run `loadtest docs` and commit the result", file=sys.stderr)
+        return 1
+    readme.write_text(text)
+    print("wrote README.md values reference")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="loadtest", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("values", help="regenerate values/*.yaml and the schema's node-type enum from the catalog")
     p.add_argument("--check", action="store_true", help="only report files that differ (exit 1 if any)")
     p.set_defaults(func=cmd_values)
+
+    p = sub.add_parser("docs", help="regenerate README's values reference from the values.yaml comments")
+    p.add_argument("--check", action="store_true", help="only report whether README is stale (exit 1 if so)")
+    p.set_defaults(func=cmd_docs)
 
     for name in COMMAND_MODULES:
         try:

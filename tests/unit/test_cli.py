@@ -52,3 +52,14 @@ def test_values_check_reports_a_stale_file(tmp_path, capsys, monkeypatch):
 def test_unknown_scenario_lists_the_known_ones():
     with pytest.raises(local.LocalRunError, match="unknown scenario 'nope'.*keepalive_1kb"):
         local.scenario_file("nope")
+
+
+def test_readme_values_reference_matches_the_values_comments():
+    assert cli.main(["docs", "--check"]) == 0, "run `loadtest docs` and commit README.md"
+
+
+def test_every_documented_key_has_a_default_in_the_reference():
+    from loadtest import valuesdoc
+    text = valuesdoc.render()
+    assert "| `locust.worker.replicas` | `2` |" in text
+    assert "| `backend.port` | `8080` |" in text
