@@ -1,0 +1,82 @@
+import json
+
+import pytest
+
+from loadtest import cli, planner
+
+FLAT = planner.Calibration({name: 5_000 for name in planner.SCENARIOS}, "test figures")
+
+
+def test_c5_beats_m5_per_dollar_for_the_cpu_bound_generator():
+    options = planner.plan(10_000, "keepalive_1kb", ["m5.large", "c5.large"], calibration=FLAT)
+    assert [o.node_type for o in options] == ["c5.large", "m5.large"]
+    assert options[0].usd_per_1k_rps < options[1].usd_per_1k_rps
+
+
+def test_two_c5_xlarge_carry_six_workers_worth_of_rps():
+    (option,) = planner.plan(6 * 5_000, "keepalive_1kb", ["c5.xlarge"], headroom=0, calibration=FLAT)
+    assert (option.nodes, option.plan.replicas, option.expected_rps) == (2, 6, 30_000)
+
+
+def test_headroom_adds_workers():
+    (lean,) = planner.plan(30_000, "keepalive_1kb", ["c5.xlarge"], headroom=0, calibration=FLAT)
+    (spare,) = planner.plan(30_000, "keepalive_1kb", ["c5.xlarge"], headroom=0.5, calibration=FLAT)
+    assert spare.plan.replicas > lean.plan.replicas
+
+
+def test_baseline_bandwidth_caps_large_transfers():
+    fast = planner.Calibration({"tls_handshake": 1_000_000}, "test")
+    (option,) = planner.plan(100_000, "tls_handshake", ["c5.large"], headroom=0, calibration=fast)
+    assert option.bandwidth_limited
+    assert option.expected_rps == pytest.approx(option.nodes * planner.bandwidth_rps(
+        option.instance, planner.SCENARIOS["tls_handshake"]))
+
+
+def test_impossible_target_is_refused_naming_the_cap():
+    with pytest.raises(planner.PlanError, match=r"within 10 nodes.*c5.large: 10 nodes reach less"):
+        planner.plan(10_000_000, "keepalive_1kb", ["c5.large"], calibration=FLAT, max_nodes=10)
+
+
+def test_unknown_node_type_is_bad_input():
+    with pytest.raises(ValueError, match="unknown node type 'c5.mega'"):
+        planner.plan(1_000, "keepalive_1kb", ["c5.mega"], calibration=FLAT)
+
+
+def test_unknown_scenario_is_bad_input():
+    with pytest.raises(planner.PlanError, match="unknown scenario 'nope'"):
+        planner.plan(1_000, "nope", ["c5.large"], calibration=FLAT)
+
+
+def test_calibration_file_overrides_defaults_and_names_its_source(tmp_path):
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"date": "2026-11-22", "locust_version": "2.47.0", "cpu_model": "Test CPU",
+                                "scenarios": {"keepalive_1kb": {"rps_per_core": 7_777}}}))
+    cal = planner.load_calibration(path)
+    assert cal.rps_per_core["keepalive_1kb"] == 7_777
+    assert "Test CPU" in cal.source
+
+
+def test_missing_calibration_says_it_uses_defaults(tmp_path):
+    assert "defaults" in planner.load_calibration(tmp_path / "none.json").source
+
+
+def test_target_side_suggests_nginx_cpus_from_the_published_table():
+    assert "4 CPU(s)" in planner.target_suggestion(100_000, "keepalive_1kb")
+    assert "16 CPU(s)" in planner.target_suggestion(60_000, "tls_handshake")
+    assert "above the published table" in planner.target_suggestion(400_000, "keepalive_1kb")
+
+
+def test_plan_cli_writes_values_for_the_cheapest_option(tmp_path, capsys):
+    out = tmp_path / "planned.yaml"
+    assert cli.main(["plan", "--target-rps", "20000", "--node-types", "m5.large,c5.xlarge",
+                     "--calibration", str(tmp_path / "none.json"), "--write-values", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "USD/1k RPS" in text and "Target side" in text
+    assert "nodeType: \"c5.xlarge\"" in out.read_text()
+
+
+def test_plan_cli_refuses_a_negative_target(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["plan", "--target-rps", "-5"])
+    assert exc.value.code == 2
+    assert "target RPS must be positive" in capsys.readouterr().err
