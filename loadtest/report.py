@@ -1,0 +1,189 @@
+"""Sweep reports: CSV, JSON, a self-contained HTML page with plots, and an NGINX-style Markdown sizing table.
+
+Every file says under which conditions the sweep was taken and marks the steps where the generator was saturated,
+whose RPS is the generator's ceiling and not the target's capacity.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import catalog
+from .knee import Knee, Step, find_knee
+
+# The target sizes NGINX's table maps CPU counts to: network-optimised c5n, the smallest with enough vCPUs.
+TARGET_FAMILY = "c5n"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: Step
+    start: float  # unix time of the measured window (after the step's warm-up)
+    end: float
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    failures: int
+    users: int
+    worker_cpu_max: float  # busiest worker, as a fraction of its core or limit
+    target_cpu_cores: float | None
+
+
+@dataclass
+class Sweep:
+    conditions: dict[str, str]  # scenario, target, node types, versions, durations, date, …
+    sweep_of: str  # what the steps raise: "users", "workers" or "target CPUs"
+    records: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def knee(self) -> Knee:
+        return find_knee([r.step for r in self.records])
+
+
+def target_instance(cpus: float) -> catalog.InstanceType:
+    sizes = sorted((i for i in catalog.INSTANCES.values() if i.family == TARGET_FAMILY), key=lambda i: i.vcpu)
+    return next((i for i in sizes if i.vcpu >= cpus), sizes[-1])
+
+
+COLUMNS = ("step", "load", "users", "rps", "p50_ms", "p95_ms", "p99_ms", "requests", "failures", "failure_ratio",
+           "worker_cpu_max", "target_cpu_cores", "generator_bound", "window_start", "window_end")
+
+
+def rows(sweep: Sweep) -> list[dict]:
+    return [
+        {
+            "step": r.step.index + 1, "load": r.step.load, "users": r.users, "rps": round(r.step.rps, 1),
+            "p50_ms": r.p50_ms, "p95_ms": r.step.p95_ms, "p99_ms": r.p99_ms, "requests": r.requests,
+            "failures": r.failures, "failure_ratio": round(r.step.failure_ratio, 5),
+            "worker_cpu_max": round(r.worker_cpu_max, 3),
+            "target_cpu_cores": None if r.target_cpu_cores is None else round(r.target_cpu_cores, 3),
+            "generator_bound": r.step.generator_saturated, "window_start": r.start, "window_end": r.end,
+        }
+        for r in sweep.records
+    ]
+
+
+def verdict_line(sweep: Sweep) -> str:
+    k = sweep.knee
+    if k.generator_bound_at is not None:
+        g = k.generator_bound_at
+        best = f"; the last target-side figure is {k.capacity_step.rps:,.0f} RPS" if k.capacity_step else ""
+        return (f"The generator saturated at step {g.index + 1} ({sweep.sweep_of} {g.load:g}): the sweep stopped "
+                f"there and no step from then on measures the target{best}. Add workers before reading capacity.")
+    if k.found:
+        c = k.capacity_step
+        return (f"Knee at step {k.knee_step.index + 1}: RPS stopped rising while p95 grew. Capacity: "
+                f"{c.rps:,.0f} RPS at {sweep.sweep_of} {c.load:g} (p95 {c.p95_ms:g} ms).")
+    if k.capacity_step:
+        return (f"No knee within the sweep: RPS still rose at the last step ({k.capacity_step.rps:,.0f} RPS); "
+                "extend the sweep to find the limit.")
+    return "No step was measured."
+
+
+def sizing_table(sweep: Sweep) -> str:
+    """NGINX's table shape: CPUs -> RPS, TLS TPS, instance type, monthly cost (for sweeps of target CPUs)."""
+    tls = sweep.conditions.get("scenario") == "tls_handshake"
+    lines = ["| CPUs | RPS | TLS TPS | instance type | monthly cost (USD) | note |", "|---|---|---|---|---|---|"]
+    for r in sweep.records:
+        cpus = r.step.load if sweep.sweep_of == "target CPUs" else (r.target_cpu_cores or 0)
+        inst = target_instance(max(cpus, 1))
+        rps, tps = ("-", f"{r.step.rps:,.0f}") if tls else (f"{r.step.rps:,.0f}", "-")
+        note = "generator-bound: not the target's capacity" if r.step.generator_saturated else ""
+        lines.append(f"| {cpus:g} | {rps} | {tps} | {inst.name} | {inst.monthly_usd:,.0f} | {note} |")
+    return "\n".join(lines)
+
+
+def markdown(sweep: Sweep) -> str:
+    cond = "\n".join(f"- {k}: {v}" for k, v in sweep.conditions.items())
+    return (f"# Load sweep: {sweep.conditions.get('scenario', '')} against {sweep.conditions.get('target', '')}\n\n"
+            f"{verdict_line(sweep)}\n\n## Conditions\n\n{cond}\n\n## Sizing table\n\n{sizing_table(sweep)}\n")
+
+
+def svg_chart(title: str, xs: list[float], series: dict[str, list[float | None]], unit: str,
+              marked: list[bool]) -> str:
+    """A small line chart; red rings mark generator-bound steps."""
+    w, h, pad = 560, 240, 44
+    values = [v for s in series.values() for v in s if v is not None] or [0.0]
+    top = max(values) * 1.1 or 1.0
+    left, right = min(xs, default=0), max(xs, default=1)
+    span = (right - left) or 1
+
+    def pos(x, y):
+        return pad + (x - left) / span * (w - 2 * pad), h - pad - y / top * (h - 2 * pad)
+
+    colours = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img">',
+             f'<text x="{pad}" y="18" font-size="14">{html.escape(title)}</text>',
+             f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#888"/>',
+             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#888"/>',
+             f'<text x="4" y="{pad}" font-size="11">{top:,.0f} {html.escape(unit)}</text>',
+             f'<text x="{pad}" y="{h - 8}" font-size="11">{left:g}</text>',
+             f'<text x="{w - pad}" y="{h - 8}" font-size="11" text-anchor="end">{right:g}</text>']
+    for n, (name, ys) in enumerate(series.items()):
+        pts = [pos(x, y) for x, y in zip(xs, ys) if y is not None]
+        colour = colours[n % len(colours)]
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
+                     + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
+        parts.append(f'<text x="{w - pad}" y="{18 + 14 * n}" font-size="11" fill="{colour}" '
+                     f'text-anchor="end">{html.escape(name)}</text>')
+        for (x, y), bad in zip(pts, marked):
+            ring = ' stroke="#d62728" stroke-width="2"' if bad else ""
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{5 if bad else 3}" fill="{colour}"{ring}/>')
+    return "\n".join(parts + ["</svg>"])
+
+
+def html_page(sweep: Sweep) -> str:
+    xs = [r.step.load for r in sweep.records]
+    marked = [r.step.generator_saturated for r in sweep.records]
+    charts = [
+        svg_chart(f"RPS by {sweep.sweep_of}", xs, {"RPS": [r.step.rps for r in sweep.records]}, "RPS", marked),
+        svg_chart(f"p95 latency by {sweep.sweep_of}", xs, {"p95": [r.step.p95_ms for r in sweep.records]}, "ms",
+                  marked),
+        svg_chart(f"CPU by {sweep.sweep_of}", xs, {
+            "busiest worker (share of its core)": [r.worker_cpu_max for r in sweep.records],
+            "target (cores)": [r.target_cpu_cores for r in sweep.records],
+        }, "", marked),
+    ]
+    table_rows = "".join(
+        "<tr" + (' class="bound"' if row["generator_bound"] else "") + ">"
+        + "".join(f"<td>{html.escape(str(row[c]))}</td>" for c in COLUMNS) + "</tr>"
+        for row in rows(sweep)
+    )
+    cond = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in sweep.conditions.items())
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Load sweep report</title>
+<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto}}td,th{{padding:2px 8px;text-align:right}}
+tr.bound td{{background:#fde0dc}}svg{{margin:8px 16px 8px 0}}</style></head><body>
+<h1>Load sweep: {html.escape(sweep.conditions.get('scenario', ''))} against {html.escape(sweep.conditions.get('target', ''))}</h1>
+<p><strong>{html.escape(verdict_line(sweep))}</strong></p>
+<h2>Conditions</h2><ul>{cond}</ul>
+<h2>Plots</h2><p>Red rings: the generator was saturated (RPS is the generator's ceiling, not the target's).</p>
+{''.join(charts)}
+<h2>Steps</h2><table><tr>{''.join(f'<th>{c}</th>' for c in COLUMNS)}</tr>{table_rows}</table>
+</body></html>
+"""
+
+
+def write(sweep: Sweep, out: Path) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"csv": out / "steps.csv", "json": out / "sweep.json", "html": out / "report.html",
+             "markdown": out / "sizing.md"}
+    with files["csv"].open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows(sweep))
+    k = sweep.knee
+    files["json"].write_text(json.dumps({
+        "conditions": sweep.conditions, "sweep_of": sweep.sweep_of, "steps": rows(sweep),
+        "verdict": verdict_line(sweep),
+        "capacity_step": k.capacity_step.index + 1 if k.capacity_step else None,
+        "knee_step": k.knee_step.index + 1 if k.knee_step else None,
+        "generator_bound_step": k.generator_bound_at.index + 1 if k.generator_bound_at else None,
+        "records": [asdict(r) for r in sweep.records],
+    }, indent=2) + "\n")
+    files["html"].write_text(html_page(sweep))
+    files["markdown"].write_text(markdown(sweep))
+    return files

@@ -1,0 +1,46 @@
+import csv
+import json
+import xml.etree.ElementTree as ET
+
+from loadtest import report
+from loadtest.knee import Step
+
+
+def sweep(saturated_at=None, of="users", scenario="keepalive_1kb"):
+    s = report.Sweep({"scenario": scenario, "target": "haproxy", "node types": "local"}, of)
+    for i, (load, rps, p95, cpu) in enumerate([(1, 1000, 5, 0.4), (2, 1900, 5, 0.6), (4, 1950, 12, 0.7)]):
+        s.records.append(report.StepRecord(Step(i, load, rps, p95, 0.0, i == saturated_at), 100.0 * i,
+                                           100.0 * i + 10, p95 / 2, p95 * 2, int(rps * 10), 0, 10 * load, cpu, cpu))
+    return s
+
+
+def test_report_files_carry_the_steps_conditions_and_knee(tmp_path):
+    files = report.write(sweep(), tmp_path)
+    rows = list(csv.DictReader(files["csv"].open()))
+    assert [float(r["rps"]) for r in rows] == [1000, 1900, 1950]
+    data = json.loads(files["json"].read_text())
+    assert data["knee_step"] == 3 and data["capacity_step"] == 2
+    assert data["conditions"]["target"] == "haproxy"
+    assert "Knee at step 3" in files["markdown"].read_text()
+
+
+def test_html_report_is_self_contained_with_three_plots(tmp_path):
+    page = report.write(sweep(), tmp_path)["html"].read_text()
+    assert page.count("<svg") == 3
+    assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched from elsewhere
+    for svg in page.split("<svg")[1:]:
+        ET.fromstring("<svg" + svg.split("</svg>")[0] + "</svg>")  # well-formed
+
+
+def test_generator_bound_steps_are_marked_everywhere(tmp_path):
+    files = report.write(sweep(saturated_at=1), tmp_path)
+    assert "generator saturated at step 2" in files["markdown"].read_text()
+    assert "generator-bound: not the target's capacity" in files["markdown"].read_text()
+    assert 'class="bound"' in files["html"].read_text()
+    assert json.loads(files["json"].read_text())["generator_bound_step"] == 2
+
+
+def test_sizing_table_maps_target_cpus_to_c5n_sizes_and_cost():
+    table = report.sizing_table(sweep(of="target CPUs", scenario="tls_handshake"))
+    assert "| 1 | - | 1,000 | c5n.large |" in table
+    assert "| 4 | - | 1,950 | c5n.xlarge |" in table
