@@ -1,0 +1,293 @@
+"""Requests per generator core: wrk, raw client loops and Locust's user classes against the same local nginx.
+
+    ~/.cache/loadtest/venv/bin/python benchmarks/generators.py [--duration 10] [--connections 50]
+
+nginx (one process, 1 KB file, keep-alive) runs on CPU 0, each generator in turn on CPU 1, with the same number of
+connections. Each generator warms up, then is measured over --duration seconds: requests from nginx's stub_status
+(the same count for every generator, whatever it reports itself) and the generator's own CPU time. RPS per core is
+requests / generator CPU seconds, so it holds whether the generator or the target was the limit (wrk is the
+target-bound one). The "other" column is CPU 1 time used by processes this script did not start: anything above a
+few percent means the figures were disturbed. No assertions: this prints figures for the README and for sizing.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psutil
+
+from loadtest import paths
+
+TARGET_CPU, GENERATOR_CPU = 0, 1
+STARTUP_TIMEOUT_S = 30
+WARMUP_S = 2.0
+
+NGINX_CONF = """
+master_process off;
+daemon off;
+pid {run}/nginx.pid;
+error_log stderr warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        root {run}/html;
+        location = /stub_status {{ stub_status; }}
+    }}
+}}
+"""
+
+FAST_HTTP_USER = """
+from locust import FastHttpUser, task
+
+
+class Fast(FastHttpUser):
+    @task
+    def get_1kb(self):
+        self.client.get("/1kb")
+"""
+
+HTTP_USER = """
+from locust import HttpUser, task
+
+
+class Requests(HttpUser):
+    @task
+    def get_1kb(self):
+        self.client.get("/1kb")
+"""
+
+GENERATORS = ("wrk", "geventhttpclient-loop", "leanhttp-loop", "FastHttpUser", "HttpUser", "LeanHttpUser")
+
+
+def raw_loop(client: str, url: str, connections: int, seconds: float) -> None:
+    """Without Locust: `connections` greenlets, each with its own connection, GET the URL until time is up."""
+    from gevent import monkey
+
+    monkey.patch_all()
+    import gevent
+
+    parts = urlsplit(url)
+    stop_at = time.monotonic() + seconds
+    if client == "geventhttpclient":
+        from geventhttpclient import HTTPClient
+
+        def run():
+            http = HTTPClient(parts.hostname, parts.port, concurrency=1)
+            while time.monotonic() < stop_at:
+                response = http.get(parts.path)
+                response.read()
+                assert response.status_code == 200
+    else:
+        sys.path.insert(0, str(paths.LOCUSTFILES))
+        from leanhttp import HttpConnection
+
+        request = f"GET {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUser-Agent: loadtest-lean\r\n\r\n".encode()
+
+        def run():
+            connection = HttpConnection(parts.hostname, parts.port)
+            while time.monotonic() < stop_at:
+                status, _ = connection.exchange(request)
+                assert status == 200
+
+    gevent.joinall([gevent.spawn(run) for _ in range(connections)], raise_error=True)
+
+
+@dataclass
+class Measurement:
+    generator: str
+    rps: float
+    generator_cpu: float  # cores used by the generator
+    target_cpu: float  # cores used by nginx
+    other_cpu: float  # share of CPU 1 used by processes this script did not start
+
+    @property
+    def rps_per_core(self) -> float:
+        return self.rps / self.generator_cpu if self.generator_cpu else 0.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Target:
+    """The local nginx every generator runs against, on its own CPU."""
+
+    def __init__(self, run: Path):
+        (run / "html").mkdir(parents=True)
+        (run / "html" / "1kb").write_bytes(b"x" * 1023 + b"\n")
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        (run / "nginx.conf").write_text(NGINX_CONF.format(run=run, port=port))
+        with open(run / "nginx.log", "wb") as log:
+            self.proc = subprocess.Popen(
+                ["taskset", "-c", str(TARGET_CPU), "nginx", "-p", f"{run}/", "-c", str(run / "nginx.conf")],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        wait_until(lambda: self.requests() is not None, self.proc, f"nginx did not start; see {run}/nginx.log")
+
+    def requests(self) -> int | None:
+        """Requests served so far (this one included), None while nginx does not answer."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/stub_status", timeout=2) as response:
+                return int(response.read().decode().splitlines()[2].split()[2])
+        except OSError:
+            return None
+
+
+def wait_until(condition, proc: subprocess.Popen, message: str) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not condition():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(message)
+        time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def busy_seconds(cpu: int) -> float:
+    """CPU time spent on one CPU by processes (and taken by the hypervisor). Interrupt time is left out: on loopback
+    it is mostly the generator's own packets, accounted to no process."""
+    times = psutil.cpu_times(percpu=True)[cpu]
+    return times.user + times.nice + times.system + times.steal
+
+
+def generator_command(name: str, url: str, connections: int, seconds: float, workdir: Path) -> list[str]:
+    locust = [sys.executable, "-m", "locust", "--headless", "-u", str(connections), "-r", str(connections),
+              "-t", f"{int(seconds)}s", "--host", url, "--only-summary", "-f"]
+    if name == "wrk":
+        return ["wrk", "-t", "1", "-c", str(connections), "-d", f"{int(seconds)}s", f"{url}/1kb"]
+    if name.endswith("-loop"):
+        return [sys.executable, __file__, "--raw-loop", name.removesuffix("-loop"), "--url", f"{url}/1kb",
+                "--connections", str(connections), "--duration", str(seconds)]
+    if name == "LeanHttpUser":
+        return locust + [str(paths.LOCUSTFILES / "keepalive_1kb.py")]
+    locustfile = workdir / f"{name}.py"
+    locustfile.write_text(FAST_HTTP_USER if name == "FastHttpUser" else HTTP_USER)
+    return locust + [str(locustfile)]
+
+
+def measure(name: str, target: Target, connections: int, duration: float, workdir: Path) -> Measurement:
+    run_s = STARTUP_TIMEOUT_S + WARMUP_S + duration  # an upper bound: the generator is stopped after the window
+    cmd = ["taskset", "-c", str(GENERATOR_CPU), *generator_command(name, target.url, connections, run_s, workdir)]
+    with open(workdir / f"{name}.log", "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        generator, nginx = psutil.Process(proc.pid), psutil.Process(target.proc.pid)
+        first = target.requests()
+        wait_until(lambda: (target.requests() or 0) > first + 1000, proc, f"{name} sent no requests; see {log.name}")
+        time.sleep(WARMUP_S)
+        before = (time.monotonic(), target.requests(), cpu_seconds(generator), cpu_seconds(nginx),
+                  busy_seconds(GENERATOR_CPU))
+        time.sleep(duration)
+        after = (time.monotonic(), target.requests(), cpu_seconds(generator), cpu_seconds(nginx),
+                 busy_seconds(GENERATOR_CPU))
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited during the measurement; see {log.name}")
+    finally:
+        stop(proc)
+    elapsed, requests, gen_cpu, nginx_cpu, cpu1_busy = (a - b for a, b in zip(after, before))
+    return Measurement(name, requests / elapsed, gen_cpu / elapsed, nginx_cpu / elapsed,
+                       max(0.0, cpu1_busy - gen_cpu) / elapsed)
+
+
+def ratio(value: float, base: Measurement | None) -> str:
+    return f"{value / base.rps_per_core:.2f}x" if base and base.rps_per_core else "-"
+
+
+def print_table(results: list[Measurement], connections: int, duration: float) -> None:
+    by_name = {m.generator: m for m in results}
+    fast, raw, wrk = by_name.get("FastHttpUser"), by_name.get("geventhttpclient-loop"), by_name.get("wrk")
+    print(f"\n1 KB GET, keep-alive, {connections} connections, nginx on CPU {TARGET_CPU}, generator on CPU "
+          f"{GENERATOR_CPU}, {duration:g} s each")
+    header = (f"{'generator':<22} {'RPS':>9} {'gen CPU':>8} {'RPS/core':>9} {'vs Fast':>8} {'vs raw':>7} "
+              f"{'vs wrk':>7} {'nginx CPU':>9} {'other':>6}")
+    print(header)
+    print("-" * len(header))
+    for m in results:
+        print(f"{m.generator:<22} {m.rps:>9,.0f} {m.generator_cpu:>8.2f} {m.rps_per_core:>9,.0f} "
+              f"{ratio(m.rps_per_core, fast):>8} {ratio(m.rps_per_core, raw):>7} {ratio(m.rps_per_core, wrk):>7} "
+              f"{m.target_cpu:>9.2f} {m.other_cpu:>6.0%}")
+    print("\nvs raw = against the raw geventhttpclient loop; leanhttp-loop is LeanHttpUser's connection code "
+          "without Locust. other = CPU 1 time of processes not started here (disturbance).")
+    load = psutil.getloadavg()
+    print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {psutil.cpu_count()} CPUs")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=10, help="measured seconds per generator (default 10)")
+    parser.add_argument("--connections", type=int, default=50, help="connections (Locust users) (default 50)")
+    parser.add_argument("--generators", default=",".join(GENERATORS),
+                        help=f"comma-separated subset of {', '.join(GENERATORS)}")
+    parser.add_argument("--raw-loop", choices=("geventhttpclient", "leanhttp"), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.raw_loop:
+        raw_loop(args.raw_loop, args.url, args.connections, args.duration)
+        return 0
+    if not 1 <= args.duration <= 120 or not 1 <= args.connections <= 1000:
+        parser.error("--duration must be 1..120 s and --connections 1..1000")
+    names = [n for n in args.generators.split(",") if n]
+    unknown = set(names) - set(GENERATORS)
+    if unknown:
+        parser.error(f"unknown generators: {', '.join(sorted(unknown))}")
+    missing = [tool for tool in ("nginx", "taskset") if not shutil.which(tool)]
+    if missing or psutil.cpu_count() < 2:
+        parser.error(f"needs nginx, taskset and two CPUs (missing: {', '.join(missing) or 'a second CPU'})")
+    if "wrk" in names and not shutil.which("wrk"):
+        print("generators: wrk not found, skipping it", file=sys.stderr)
+        names.remove("wrk")
+
+    workdir = Path(tempfile.mkdtemp(prefix="loadtest-generators-"))
+    results = []
+    target = None
+    try:
+        target = Target(workdir / "nginx")
+        for name in names:
+            print(f"measuring {name} ...", flush=True)
+            results.append(measure(name, target, args.connections, args.duration, workdir))
+    except RuntimeError as e:
+        print(f"generators: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if target is not None:
+            stop(target.proc)
+    print_table(results, args.connections, args.duration)
+    shutil.rmtree(workdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
