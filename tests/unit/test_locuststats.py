@@ -1,0 +1,27 @@
+import json
+
+from loadtest import locuststats
+
+
+def entry(name, requests, failures, times, start, end):
+    return {"name": name, "method": "GET", "num_requests": requests, "num_failures": failures,
+            "response_times": {str(k): v for k, v in times.items()}, "start_time": start,
+            "last_request_timestamp": end}
+
+
+def test_totals_merge_every_request_name(tmp_path):
+    path = tmp_path / "stats.json"
+    path.write_text(json.dumps([entry("/1kb", 90, 0, {5: 80, 20: 10}, 100.0, 110.0),
+                                entry("/0kb", 10, 2, {100: 10}, 101.0, 109.0)]))
+    s = locuststats.read(path)
+    assert (s.requests, s.failures) == (100, 2)
+    assert s.rps == 10.0
+    assert (s.p50_ms, s.p95_ms, s.p99_ms) == (5, 100, 100)
+
+
+def test_no_file_means_no_stats(tmp_path):
+    assert locuststats.read(tmp_path / "missing.json") is None
+
+
+def test_percentile_of_an_empty_histogram_is_zero():
+    assert locuststats.percentile({}, 0.95) == 0.0
