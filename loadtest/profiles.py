@@ -14,14 +14,24 @@ class Profile:
     nodes: int
     shape: sizing.NodeShape
     daemonsets: tuple[PodRequest, ...]
-    cluster_pods: tuple[PodRequest, ...]  # without the master; the plan adds it
+    cluster_pods: tuple[PodRequest, ...]  # add-ons such as CoreDNS; the plan adds the master (and shared_backend)
     description: str
+    # Where the backend, targets and monitoring run: their own node group, so they never take a worker's CPU
+    # (the NGINX method puts the Ingress Controller and the backend on nodes of their own).
+    target_node_type: str | None = None
+    target_nodes: int = 0
+    # On a single-node cluster the backend shares the node: one small replica, counted among the cluster pods.
+    shared_backend: PodRequest | None = None
 
     @property
     def plan(self) -> sizing.WorkerPlan:
+        shared = (self.shared_backend,) if self.shared_backend else ()
         return sizing.plan_workers(
-            self.shape, self.nodes, daemonsets=self.daemonsets, cluster_pods=self.cluster_pods
+            self.shape, self.nodes, daemonsets=self.daemonsets, cluster_pods=self.cluster_pods + shared
         )
+
+
+TARGET_NODE_TYPE = "c5n.2xlarge"  # 8 vCPU, 10 Gbps baseline: the backend's 3 CPUs plus a target of up to 4
 
 
 def eks(node_type: str, nodes: int, description: str) -> Profile:
@@ -33,6 +43,8 @@ def eks(node_type: str, nodes: int, description: str) -> Profile:
         daemonsets=sizing.EKS_DAEMONSETS,
         cluster_pods=sizing.EKS_CLUSTER_PODS,
         description=description,
+        target_node_type=TARGET_NODE_TYPE,
+        target_nodes=1,
     )
 
 
@@ -42,6 +54,7 @@ LOCAL_SHAPE = sizing.NodeShape(
     name="local", cpu_m=4000, memory_mi=8192, allocatable_cpu_m=4000, allocatable_memory_mi=8192, max_pods=110,
     labels={"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"},
 )
+LOCAL_BACKEND = PodRequest("backend", 500, 128)
 LOCAL_NODE_PODS: tuple[PodRequest, ...] = (
     PodRequest("kindnet", 100, 50),
     PodRequest("kube-proxy", 0, 0),
@@ -66,6 +79,7 @@ PROFILES: tuple[Profile, ...] = (
         daemonsets=LOCAL_NODE_PODS,
         cluster_pods=(PodRequest("coredns", 100, 70, replicas=2),),
         description="a single-node kind/minikube cluster with 4 CPUs (no instance-type selector)",
+        shared_backend=LOCAL_BACKEND,
     ),
 )
 

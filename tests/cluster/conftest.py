@@ -1,0 +1,71 @@
+"""One local control plane with simulated EKS nodes for the whole session (loadtest/localcluster.py).
+
+It runs in a pytest temp dir, not in ~/.cache/loadtest/cluster, so a developer's own `loadtest cluster up` is left
+alone; pytest keeps the last runs' dirs, so the component logs are there after a failure.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from loadtest import localcluster, profiles
+
+START_TIMEOUT_S = 60
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory) -> localcluster.Cluster:
+    cluster = localcluster.Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        cluster.start(timeout=START_TIMEOUT_S)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def node_group(cluster):
+    """use(profile): give the cluster the node group the profile is sized for (and its targets' node group),
+    unless it already has them; returns the generator nodes."""
+    current = {"file": None}
+
+    def use(profile: profiles.Profile) -> list[str]:
+        if current["file"] != profile.file:
+            current["file"] = None  # if the switch fails half-way, the next test switches again
+            localcluster.use_node_group(cluster, profile)
+            current["file"] = profile.file
+        return [n["metadata"]["name"] for n in
+                cluster.api_get("/api/v1/nodes", labelSelector=f"{localcluster.NODE_GROUP_LABEL}={Path(profile.file).stem}")["items"]]
+
+    return use
+
+
+@pytest.fixture
+def namespace(cluster, request) -> str:
+    """A fresh namespace named after the test, enforcing the restricted Pod Security Standard, as in production."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")
+    # Namespace names stop at 63 characters; the hash keeps truncated parametrized names apart.
+    name = f"{slug[:54].rstrip('-')}-{hashlib.sha1(slug.encode()).hexdigest()[:8]}"
+    cluster.kubectl("create", "namespace", name)
+    cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false")
+
+
+@pytest.fixture(scope="session")
+def helm(cluster):
+    """helm(*args): run helm against the cluster; a failure fails the test with helm's output."""
+    binary = localcluster.helm_binary()
+
+    def run(*args: str, timeout: float = 180) -> str:
+        result = subprocess.run([binary, "--kubeconfig", str(cluster.kubeconfig), *args],
+                                capture_output=True, text=True, timeout=timeout)
+        if result.returncode != 0:
+            pytest.fail(f"helm {' '.join(args)} failed:\n{result.stdout}{result.stderr}", pytrace=False)
+        return result.stdout
+
+    return run
