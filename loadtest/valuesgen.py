@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import catalog, paths, units
+import yaml
+
+from . import catalog, paths, units, valuesdoc
 from .profiles import PROFILES, Profile
 from .sizing import PodRequest
 
@@ -39,6 +41,7 @@ def render(profile: Profile, origin: str | None = None) -> str:
         "",
         *plan.explain(),
         "",
+        *placement_notes(profile),
         "Other node counts: `loadtest size --node-type <type> --nodes <n>` prints the replicas to --set.",
     ]
     master = master_resources(plan.master)
@@ -58,7 +61,40 @@ def render(profile: Profile, origin: str | None = None) -> str:
         f"    cpu: {units.cpu(plan.worker_cpu_m)}",
         f"    memory: {units.memory(plan.worker_memory_mi)}",
     ]
+    for component in other_components():
+        if profile.target_node_type:
+            lines += [f"{component}:", f"  nodeType: {json.dumps(profile.target_node_type)}"]
+            if component == "monitoring":
+                # Grafana beside the run is the daily use; its pods live on the targets' node group, not the workers'.
+                lines.append("  enabled: true")
+    if profile.shared_backend:
+        b = profile.shared_backend
+        lines += ["backend:", "  replicas: 1", "  resources:"]
+        for kind in ("requests", "limits"):
+            lines += [f"    {kind}:", f"      cpu: {units.cpu(b.cpu_m)}", f"      memory: {units.memory(b.memory_mi)}"]
     return "\n".join(lines) + "\n"
+
+
+def other_components(chart: Path = paths.CHART) -> list[str]:
+    """Subcharts other than Locust that place pods by `nodeType` (backend, targets, monitoring)."""
+    return [
+        sub.name for sub in valuesdoc.subcharts(chart)
+        if sub.name != "locust" and "nodeType" in (yaml.safe_load((sub / "values.yaml").read_text()) or {})
+    ]
+
+
+def placement_notes(profile: Profile) -> list[str]:
+    if profile.target_node_type:
+        return [
+            f"Backend, targets and monitoring run on their own node group ({profile.target_node_type} below), so",
+            "they never take a worker's CPU; point them elsewhere with --set <component>.nodeType=<type>.",
+            "Monitoring (Prometheus, Grafana, kube-state-metrics) is on: watch the run in Grafana.",
+        ]
+    b = profile.shared_backend
+    return [
+        f"The backend shares the node: one replica at {units.cpu(b.cpu_m)}, counted above; leave the targets and",
+        "monitoring off on a cluster this small, or size them in.",
+    ]
 
 
 def node_type_schemas(chart: Path = paths.CHART) -> list[Path]:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# A worker at this share of its core (or of its CPU limit) is saturated; Locust itself warns at 90 %.
-SATURATED_CPU = 0.9
+from . import rules
+
+# A worker at this share of its core (or of its CPU limit) is saturated; Locust itself warns at 90 %. The value is the
+# saturation rules' (the monitoring chart's), so this verdict, the dashboards' and the alerts' agree.
+SATURATED_CPU = rules.threshold("loadtest:cpu_saturation:threshold")
 
 GENERATOR_BOUND = "generator-bound"
 TARGET_BOUND = "target-bound"

@@ -87,11 +87,99 @@ Usage: include "common.nodeSelector" (dict "nodeType" .Values.nodeType "nodeSele
 {{- end -}}
 
 {{/*
+Service name of an in-chart target: "backend" (charts/backend), "nginx" (the NGINX Ingress Controller, charts/nginx)
+or "haproxy" (charts/haproxy). The target charts name their Service with it, the Locust chart its URL.
+Usage: include "common.targetName" (dict "ctx" $ "target" "nginx")
+*/}}
+{{- define "common.targetName" -}}
+{{- $component := get (dict "backend" "backend" "nginx" "nginx-ingress" "haproxy" "haproxy") .target -}}
+{{- include "common.fullname" (dict "ctx" .ctx "component" ($component | required (printf "unknown target %q" .target))) -}}
+{{- end -}}
+
+{{/*
+URL of an in-chart target's Service: port 80, or with https the TLS port 443.
+Usage: include "common.targetURL" (dict "ctx" $ "target" "haproxy" "https" false)
+*/}}
+{{- define "common.targetURL" -}}
+{{- if .https -}}
+https://{{ include "common.targetName" . }}:443
+{{- else -}}
+http://{{ include "common.targetName" . }}:80
+{{- end -}}
+{{- end -}}
+
+{{/*
 URL of the in-chart backend Service (charts/backend): the default target of the Locust chart.
 Usage: include "common.backendURL" $
 */}}
 {{- define "common.backendURL" -}}
-http://{{ include "common.fullname" (dict "ctx" . "component" "backend") }}:80
+{{- include "common.targetURL" (dict "ctx" . "target" "backend" "https" false) -}}
+{{- end -}}
+
+{{/*
+Host names of a target's routes: the first is `hostname` (empty: the target's Service name, which is the Host the
+in-chart Locust sends), route i > 0 is r<i>.<hostname>. A Locust user spreading over N routes sends the same names
+(locustfiles/loadtest_lib.py, RouteSpread), so the two sides agree without sharing values.
+Usage: include "common.routeHosts" (dict "ctx" $ "target" "haproxy" "hostname" .Values.hostname "routes" .Values.routes) | fromJsonArray
+*/}}
+{{- define "common.routeHosts" -}}
+{{- $first := .hostname | default (include "common.targetName" .) -}}
+{{- $hosts := list $first -}}
+{{- range $i := untilStep 1 (.routes | int) 1 -}}
+{{- $hosts = append $hosts (printf "r%d.%s" $i $first) -}}
+{{- end -}}
+{{- toJson $hosts -}}
+{{- end -}}
+
+{{/*
+Name of a component's TLS Secret (type kubernetes.io/tls): tls.existingSecret, else <release>-<component>-tls,
+which the chart generates (common.selfSignedTLSSecret).
+Usage: include "common.tlsSecretName" (dict "ctx" $ "component" "haproxy" "tls" .Values.tls)
+*/}}
+{{- define "common.tlsSecretName" -}}
+{{- .tls.existingSecret | default (include "common.fullname" (dict "ctx" .ctx "component" (printf "%s-tls" .component))) -}}
+{{- end -}}
+
+{{/*
+A kubernetes.io/tls Secret with a self-signed RSA 2048 certificate (Sprig's genSelfSignedCert) for `hosts`, the first
+one as its CN, valid for a year. An upgrade keeps the certificate already in the cluster, so a running test sees no
+change; clients of a load test do not verify it (the scenarios set verify = False).
+Usage: include "common.selfSignedTLSSecret" (dict "ctx" $ "component" "haproxy" "tls" .Values.tls "hosts" $hosts)
+*/}}
+{{- define "common.selfSignedTLSSecret" -}}
+{{- $name := include "common.tlsSecretName" . -}}
+{{- $existing := lookup "v1" "Secret" .ctx.Release.Namespace $name -}}
+{{- $data := ($existing.data | default dict) -}}
+{{- if not (and (index $data "tls.crt") (index $data "tls.key")) -}}
+{{- $cert := genSelfSignedCert (first .hosts) nil .hosts 365 -}}
+{{- $data = dict "tls.crt" ($cert.Cert | b64enc) "tls.key" ($cert.Key | b64enc) -}}
+{{- end -}}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "common.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
+type: kubernetes.io/tls
+data:
+  tls.crt: {{ index $data "tls.crt" }}
+  tls.key: {{ index $data "tls.key" }}
+{{- end -}}
+
+{{/*
+Pod anti-affinity that keeps a target's pods off the nodes running Locust pods of the same release (and, the rule
+being symmetric for the scheduler, Locust pods off the target's nodes): generator and target never share a node,
+whatever node types the values choose.
+Usage: include "common.awayFromLocust" $
+*/}}
+{{- define "common.awayFromLocust" -}}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          app.kubernetes.io/instance: {{ .Release.Name }}
+          app.kubernetes.io/name: locust
 {{- end -}}
 
 {{/*

@@ -6,9 +6,14 @@ Configuration comes from environment variables, which work the same for a local 
 from __future__ import annotations
 
 import hmac
+import itertools
 import os
+import random
+from urllib.parse import urlsplit
 
 from locust import events
+
+import loadtest_metrics  # noqa: F401  (registering it serves the run's Prometheus metrics)
 
 # "user:password" for HTTP basic auth on the web UI; the chart sets it from a Secret when webAuth is enabled.
 WEB_AUTH_ENV = "LOADTEST_WEB_AUTH"
@@ -39,3 +44,29 @@ def _protect_web_ui(environment, web_ui=None, **_):
         ):
             return None
         return Response("authentication required\n", 401, {"WWW-Authenticate": 'Basic realm="locust"'})
+
+
+def _route_indexes():
+    """Route numbers for the users of this process, in turn, from a random start: several workers do not all put
+    their first users on route 0."""
+    routes = int(setting("routes", "1"))
+    start = random.randrange(routes)
+    return itertools.cycle([*range(start, routes), *range(start)])
+
+
+_next_route = _route_indexes()
+
+
+class RouteSpread:
+    """Mixin for a LeanHttpUser scenario that spreads its users over the target's routes (LOADTEST_ROUTES, default 1).
+
+    A user on route i > 0 sends Host (and, over TLS, SNI) r<i>.<host name of the URL>; route 0 keeps the URL's own
+    Host. The chart's nginx and haproxy targets name their routes the same way, so every route gets its share.
+    List it before LeanHttpUser: `class Scenario(RouteSpread, LeanHttpUser)`.
+    """
+
+    def __init__(self, environment):
+        route = next(_next_route)
+        if route and self.host:
+            self.headers = {**self.headers, "Host": f"r{route}.{urlsplit(self.host).hostname}"}
+        super().__init__(environment)

@@ -1,0 +1,270 @@
+"""Prometheus metrics of a Locust run, served by the master: the plugin every loadtest scenario loads.
+
+Importing this module registers it (loadtest_lib imports it, so every scenario does). On the master (or a
+standalone Locust) a prometheus_client collector reads the runner's state at scrape time and serves it at /metrics
+on the web UI and, when LOADTEST_METRICS_PORT is set, on that port too (the only endpoint in headless mode; the
+chart scrapes it, so web UI authentication never stands between Prometheus and the metrics). It binds where the
+web UI would (--web-host).
+
+Locust already sends each worker's CPU and memory to the master with its heartbeats. Each worker adds, to the stats
+report it sends every 3 s, its CPU limit (the CFS quota of its cgroup: what Kubernetes sets from resources.limits)
+and how many CPU warnings it raised, so the master can say how close every worker is to its ceiling.
+
+Metrics (counters reset when Locust resets its statistics; Prometheus' rate() handles that):
+  locust_runner_state{state}                      1 for the runner's current state, 0 for the others
+  locust_users                                    running users
+  locust_workers{state}                           connected workers per state (ready, running, missing, ...)
+  locust_requests_total{method,name}              requests, failed ones included
+  locust_request_failures_total{method,name}      failed requests
+  locust_response_time_seconds{method,name,quantile}       p50/p95/p99 over the last ~10 s, per request name
+  locust_aggregated_response_time_seconds{quantile}        p50/p95/p99 over the last ~10 s, all requests
+  locust_worker_cpu_usage_cores{worker}           CPU the worker process used (Locust's 10 s measurement)
+  locust_worker_cpu_limit_cores{worker}           the worker's CPU limit; +Inf without one
+  locust_worker_memory_bytes{worker}              resident memory of the worker process
+  locust_worker_users{worker}                     users running on the worker
+  locust_worker_requests_total{worker}            requests the worker made
+  locust_worker_cpu_warnings_total{worker}        Locust CPU warnings (a 10 s CPU check above 90 %) of the worker
+`worker` is Locust's worker id, `<hostname>_<32 hex digits>`; in Kubernetes the hostname is the pod's name.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+
+from locust import events
+from locust.runners import (
+    STATE_CLEANUP, STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, STATE_STOPPING,
+    MasterRunner, WorkerRunner,
+)
+
+try:
+    import prometheus_client
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+except ImportError:  # workers do not need it: only the master serves metrics
+    prometheus_client = None
+
+PORT_ENV = "LOADTEST_METRICS_PORT"
+# Key of this plugin's part of a worker's stats report.
+REPORT_KEY = "loadtest_metrics"
+STATES = (STATE_INIT, STATE_SPAWNING, STATE_RUNNING, STATE_CLEANUP, STATE_STOPPING, STATE_STOPPED, STATE_MISSING)
+QUANTILES = (0.5, 0.95, 0.99)
+
+logger = logging.getLogger(__name__)
+
+
+# --- worker side ---------------------------------------------------------------------------------------------------
+
+def cgroup_cpu_dirs(proc: Path) -> list[tuple[Path, Path, str]]:
+    """(cgroup folder of this process, mount point, "v1" or "v2") for the cgroup v1 hierarchy of the cpu controller
+    and every cgroup v2 hierarchy (whose cpu.max exists only where the cpu controller is enabled)."""
+    paths = {}
+    for line in (proc / "cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else ["unified"]:
+            paths[controller] = path
+    found = []
+    for line in (proc / "mountinfo").read_text().splitlines():
+        before, _, after = line.partition(" - ")
+        fields, (fstype, _source, super_options) = before.split(), after.split()[:3]
+        if fstype == "cgroup2" and "unified" in paths:
+            version, path = "v2", paths["unified"]
+        elif fstype == "cgroup" and "cpu" in super_options.split(",") and "cpu" in paths:
+            version, path = "v1", paths["cpu"]
+        else:
+            continue
+        root, mount = fields[3], Path(fields[4]).resolve()
+        # Inside a container the mount's root is the container's own cgroup: the path is relative to it.
+        relative = os.path.relpath(path, root) if path.startswith(root) else "."
+        found.append(((mount / relative).resolve(), mount, version))
+    return found
+
+
+def _quota_cores(folder: Path, version: str) -> float | None:
+    try:
+        if version == "v2":
+            quota, period = (folder / "cpu.max").read_text().split()
+            return None if quota == "max" else int(quota) / int(period)
+        quota = int((folder / "cpu.cfs_quota_us").read_text())
+        return None if quota < 0 else quota / int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_limit_cores(proc: Path = Path("/proc/self")) -> float | None:
+    """This process's CPU limit in cores: the smallest CFS quota of its cgroup and the cgroup's ancestors (cgroup
+    v1 or v2), None when there is none."""
+    try:
+        hierarchies = cgroup_cpu_dirs(proc)
+    except (OSError, ValueError):
+        return None
+    limits = []
+    for folder, mount, version in hierarchies:
+        while True:
+            quota = _quota_cores(folder, version)
+            if quota is not None:
+                limits.append(quota)
+            if folder == mount or mount not in folder.parents:
+                break
+            folder = folder.parent
+    return min(limits, default=None)
+
+
+def _register_worker(environment) -> None:
+    warnings = 0
+
+    @environment.events.cpu_warning.add_listener
+    def count_cpu_warning(**_):
+        nonlocal warnings
+        warnings += 1
+
+    @environment.events.report_to_master.add_listener
+    def add_worker_facts(client_id, data, **_):
+        data[REPORT_KEY] = {"cpu_limit_cores": cpu_limit_cores(), "cpu_warnings": warnings}
+
+
+# --- master side ---------------------------------------------------------------------------------------------------
+
+class WorkerReports:
+    """What the master learns from the workers' stats reports, per worker id."""
+
+    def __init__(self):
+        self.requests: dict[str, int] = {}
+        self.cpu_limit_cores: dict[str, float] = {}
+        self.cpu_warnings: dict[str, int] = {}
+
+    def add(self, client_id: str, data: dict) -> None:
+        self.requests[client_id] = self.requests.get(client_id, 0) + data["stats_total"]["num_requests"]
+        facts = data.get(REPORT_KEY)
+        if facts:  # absent when the worker runs without this plugin
+            limit = facts["cpu_limit_cores"]
+            self.cpu_limit_cores[client_id] = math.inf if limit is None else limit
+            self.cpu_warnings[client_id] = facts["cpu_warnings"]
+
+    def keep_only(self, client_ids: set[str]) -> None:
+        """Forget workers that left, so their series end."""
+        for table in (self.requests, self.cpu_limit_cores, self.cpu_warnings):
+            for gone in set(table) - client_ids:
+                del table[gone]
+
+
+def _percentiles(entry, family, *labels):
+    for quantile in QUANTILES:
+        milliseconds = entry.get_current_response_time_percentile(quantile)
+        if milliseconds is not None:  # None until Locust holds ~10 s of response times
+            family.add_metric([*labels, f"{quantile:g}"], milliseconds / 1000)
+
+
+class LocustCollector:
+    """Reads the runner of a Locust environment at each scrape."""
+
+    def __init__(self, environment, reports: WorkerReports):
+        self.environment = environment
+        self.reports = reports
+
+    def collect(self):
+        runner = self.environment.runner
+        stats = self.environment.stats
+
+        state = GaugeMetricFamily("locust_runner_state", "1 for the runner's current state", labels=["state"])
+        for name in STATES:
+            state.add_metric([name], float(runner.state == name))
+        yield state
+        yield GaugeMetricFamily("locust_users", "Running users", value=runner.user_count)
+
+        requests = CounterMetricFamily("locust_requests", "Requests, failed ones included", labels=["method", "name"])
+        failures = CounterMetricFamily("locust_request_failures", "Failed requests", labels=["method", "name"])
+        response_time = GaugeMetricFamily(
+            "locust_response_time_seconds", "Response time percentiles over the last ~10 s, per request name",
+            labels=["method", "name", "quantile"])
+        for entry in stats.entries.values():
+            requests.add_metric([entry.method, entry.name], entry.num_requests)
+            failures.add_metric([entry.method, entry.name], entry.num_failures)
+            _percentiles(entry, response_time, entry.method, entry.name)
+        yield from (requests, failures, response_time)
+        aggregated = GaugeMetricFamily(
+            "locust_aggregated_response_time_seconds", "Response time percentiles over the last ~10 s, all requests",
+            labels=["quantile"])
+        _percentiles(stats.total, aggregated)
+        yield aggregated
+
+        if isinstance(runner, MasterRunner):
+            yield from self._workers(runner)
+
+    def _workers(self, runner):
+        nodes = list(runner.clients.values())
+        self.reports.keep_only({node.id for node in nodes})
+        workers = GaugeMetricFamily("locust_workers", "Connected workers per state", labels=["state"])
+        for name in STATES:
+            workers.add_metric([name], sum(node.state == name for node in nodes))
+        yield workers
+
+        def family(kind, name, documentation):
+            return kind(name, documentation, labels=["worker"])
+
+        cpu = family(GaugeMetricFamily, "locust_worker_cpu_usage_cores", "CPU used by the worker process")
+        limit = family(GaugeMetricFamily, "locust_worker_cpu_limit_cores", "CPU limit of the worker; +Inf without one")
+        memory = family(GaugeMetricFamily, "locust_worker_memory_bytes", "Resident memory of the worker process")
+        users = family(GaugeMetricFamily, "locust_worker_users", "Users running on the worker")
+        requests = family(CounterMetricFamily, "locust_worker_requests", "Requests made by the worker")
+        warnings = family(CounterMetricFamily, "locust_worker_cpu_warnings",
+                          "Locust CPU warnings of the worker (a 10 s CPU check above 90 %)")
+        for node in nodes:
+            cpu.add_metric([node.id], node.cpu_usage / 100)
+            memory.add_metric([node.id], node.memory_usage)
+            users.add_metric([node.id], node.user_count)
+            requests.add_metric([node.id], self.reports.requests.get(node.id, 0))
+            if node.id in self.reports.cpu_limit_cores:
+                limit.add_metric([node.id], self.reports.cpu_limit_cores[node.id])
+                warnings.add_metric([node.id], self.reports.cpu_warnings[node.id])
+        yield from (cpu, limit, memory, users, requests, warnings)
+
+
+def build_registry(environment, reports: WorkerReports):
+    """A registry with the Locust collector and the serving process's own metrics (process_*)."""
+    registry = prometheus_client.CollectorRegistry()
+    registry.register(LocustCollector(environment, reports))
+    prometheus_client.ProcessCollector(registry=registry)
+    return registry
+
+
+def _serve(environment, registry, web_ui) -> None:
+    if web_ui is not None:
+        from flask import Response
+
+        @web_ui.app.route("/metrics")
+        @web_ui.auth_required_if_enabled
+        def metrics():
+            return Response(prometheus_client.generate_latest(registry),
+                            headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+
+    port = os.environ.get(PORT_ENV)
+    if port:
+        from gevent import pywsgi
+
+        host = environment.parsed_options.web_host if environment.parsed_options else ""
+        server = pywsgi.WSGIServer((host if host != "*" else "", int(port)),
+                                   prometheus_client.make_wsgi_app(registry), log=None, error_log=logger)
+        server.start()
+        logger.info("loadtest_metrics: serving Prometheus metrics on port %s", port)
+    elif web_ui is None:
+        logger.warning("loadtest_metrics: headless and %s is not set: no metrics endpoint", PORT_ENV)
+
+
+@events.init.add_listener
+def _register(environment, web_ui=None, **_):
+    runner = environment.runner
+    if runner is None:
+        return
+    if isinstance(runner, WorkerRunner):
+        _register_worker(environment)
+        return
+    if prometheus_client is None:
+        raise SystemExit(
+            "loadtest_metrics: the Locust master needs prometheus_client to serve its metrics: "
+            "pip install prometheus-client (the chart's init container, or the image built from "
+            "docker/locust/Dockerfile, provides it)")
+    reports = WorkerReports()
+    environment.events.worker_report.add_listener(reports.add)
+    _serve(environment, build_registry(environment, reports), web_ui)

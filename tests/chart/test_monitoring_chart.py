@@ -1,0 +1,263 @@
+"""The monitoring chart in both modes, offline: its rules under promtool, its objects under kubeconform (the
+prometheus-operator CRDs' schemas included), its Prometheus configuration under promtool, least-privilege RBAC,
+restricted pods, the Grafana password, and the Locust master's metrics plugin wiring."""
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from test_render import assert_restricted  # the chart layer's Pod Security Standard "restricted" check
+
+from loadtest import crdschemas, dashboards, paths, rules
+
+RELEASE = "lt"
+MONITORING = ("--set", "monitoring.enabled=true")
+OPERATOR = (*MONITORING, "--set", "monitoring.mode=operator", "--set", "monitoring.operator.release=kps")
+INGRESS_TARGET = ("--set", "monitoring.targets.pods[0].namespace=ingress",
+                  "--set", r"monitoring.targets.pods[0].selector.app\.kubernetes\.io/name=ingress-nginx",
+                  "--set", "monitoring.targets.pods[0].port=metrics")
+MODES = {"inChart": MONITORING, "operator": OPERATOR}
+PROMTOOL_TESTS = sorted((paths.REPO / "tests" / "promtool").glob("*.yaml"))
+MASTER = f"{RELEASE}-locust-master"
+PLUGIN_REQUIREMENTS = paths.CHART / "charts" / "locust" / "plugin-requirements.txt"
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    """promtool of Debian's prometheus package (scripts/setup installs it)."""
+    found = shutil.which("promtool")
+    if not found:
+        pytest.fail("promtool is not on PATH: run scripts/setup", pytrace=False)
+    return found
+
+
+def run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def test_rules_pass_promtool_check(promtool):
+    result = run(promtool, "check", "rules", str(rules.RULES_FILE))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(rules.rules())} rules found" in result.stdout
+
+
+@pytest.mark.parametrize("tests", PROMTOOL_TESTS, ids=lambda p: p.name)
+def test_rules_pass_their_promtool_unit_tests(promtool, tests):
+    result = run(promtool, "test", "rules", str(tests))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def crd_schema_location() -> str:
+    try:
+        return crdschemas.schema_location()
+    except FileNotFoundError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+def validate(kubeconform_path, locations, text, tmp_path) -> subprocess.CompletedProcess:
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(text)
+    argv = [kubeconform_path, "-strict", "-summary", "-kubernetes-version", "1.33.0"]
+    for location in locations:
+        argv += ["-schema-location", location]
+    return run(*argv, str(manifest))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_both_modes_validate_offline(helm, kubeconform, schema_location, crd_schema_location, mode, tmp_path):
+    rendered = helm.render(None, *MODES[mode], *INGRESS_TARGET)
+    result = validate(kubeconform, [schema_location, crd_schema_location], rendered.text, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = re.search(r"(\d+) resources? found.*Valid: (\d+), Invalid: 0, Errors: 0, Skipped: 0", result.stdout)
+    assert summary and int(summary.group(1)) == int(summary.group(2)) == len(rendered.docs), result.stdout
+
+
+def test_crd_schemas_reject_a_misspelt_field(kubeconform, schema_location, crd_schema_location, tmp_path):
+    bad = ("apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata: {name: x}\n"
+           "spec: {selector: {}, podMetricsEndpoints: [{port: metrics, intervall: 5s}]}\n")
+    result = validate(kubeconform, [schema_location, crd_schema_location], bad, tmp_path)
+    assert result.returncode == 1 and "intervall" in result.stdout, result.stdout + result.stderr
+
+
+def test_monitoring_is_off_unless_enabled(helm):
+    rendered = helm.render()
+    assert not [d for d in rendered.docs if d["metadata"]["labels"].get("app.kubernetes.io/name") == "monitoring"]
+
+
+def components(rendered) -> set[str]:
+    return {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in rendered.of_kind("Deployment")}
+
+
+def test_in_chart_mode_runs_prometheus_grafana_and_kube_state_metrics(helm):
+    rendered = helm.render(None, *MONITORING)
+    assert {"prometheus", "grafana", "kube-state-metrics"} <= components(rendered)
+    assert not [d for d in rendered.docs if d["apiVersion"].startswith("monitoring.coreos.com")]
+    for where, spec in rendered.pod_specs():
+        assert_restricted(where, spec)
+
+
+def test_operator_mode_adds_only_objects_for_kube_prometheus_stack(helm):
+    rendered = helm.render(None, *OPERATOR, *INGRESS_TARGET)
+    assert not {"prometheus", "grafana", "kube-state-metrics"} & components(rendered)
+    assert not rendered.of_kind("ClusterRole") and not rendered.of_kind("Role")
+    monitors = {d["metadata"]["name"]: d for d in rendered.of_kind("PodMonitor")}
+    assert set(monitors) == {f"{RELEASE}-{job}" for job in
+                             ("locust-master", "backend", "nginx-ingress", "haproxy", "target-0")}
+    for monitor in [*monitors.values(), *rendered.of_kind("PrometheusRule")]:
+        assert monitor["metadata"]["labels"]["release"] == "kps"
+    ingress = monitors[f"{RELEASE}-target-0"]["spec"]
+    assert ingress["namespaceSelector"] == {"matchNames": ["ingress"]}
+    assert ingress["selector"] == {"matchLabels": {"app.kubernetes.io/name": "ingress-nginx"}}
+    (endpoint,) = ingress["podMetricsEndpoints"]
+    assert {r["targetLabel"]: r["replacement"] for r in endpoint["relabelings"]} == \
+        {"release": RELEASE, "loadtest_role": "target"}
+    master = monitors[f"{RELEASE}-locust-master"]["spec"]["podMetricsEndpoints"][0]["relabelings"]
+    assert {r["targetLabel"]: r["replacement"] for r in master} == {"release": RELEASE, "loadtest_role": "generator"}
+
+
+def test_the_rules_file_is_what_both_modes_load(helm):
+    source = yaml.safe_load(rules.RULES_FILE.read_text())
+    (rule,) = helm.render(None, *OPERATOR).of_kind("PrometheusRule")
+    assert rule["spec"] == source
+    config = helm.render(None, *MONITORING).get("ConfigMap", f"{RELEASE}-prometheus")["data"]
+    assert yaml.safe_load(config["loadtest.rules.yaml"]) == source
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_dashboards_ship_as_generated(helm, mode):
+    rendered = helm.render(None, *MODES[mode])
+    shipped = {}
+    for configmap in rendered.of_kind("ConfigMap"):
+        name = configmap["metadata"]["name"]
+        if name.startswith(f"{RELEASE}-dashboard-"):
+            shipped.update(configmap["data"])
+            sidecar = configmap["metadata"]["labels"].get("grafana_dashboard")
+            assert sidecar == ("1" if mode == "operator" else None), name
+    assert shipped == {p.name: p.read_text() for p in dashboards.FOLDER.glob("*.json")}
+
+
+def test_prometheus_config_passes_promtool(helm, promtool, tmp_path):
+    data = helm.render(None, *MONITORING, *INGRESS_TARGET).get("ConfigMap", f"{RELEASE}-prometheus")["data"]
+    config = yaml.safe_load(data["prometheus.yml"])
+    jobs = {j["job_name"]: j for j in config["scrape_configs"]}
+    assert set(jobs) == {"locust-master", "backend", "nginx-ingress", "haproxy", "target-0", "kube-state-metrics",
+                         "cadvisor"}
+    ingress = jobs["target-0"]["kubernetes_sd_configs"]
+    assert ingress == [{"role": "pod", "namespaces": {"names": ["ingress"]},
+                        "selectors": [{"role": "pod", "label": "app.kubernetes.io/name=ingress-nginx"}]}]
+    assert jobs["cadvisor"]["kubernetes_sd_configs"] == [{"role": "node"}]
+    # Made checkable here: Debian's promtool is built without Kubernetes service discovery, so the (checked above)
+    # discovery blocks become static targets; the rules sit beside the config, the token and CA where promtool reads.
+    (tmp_path / "loadtest.rules.yaml").write_text(data["loadtest.rules.yaml"])
+    (tmp_path / "token").write_text("token")
+    (tmp_path / "ca.crt").write_text("")
+    config["rule_files"] = [str(tmp_path / "loadtest.rules.yaml")]
+    for job in config["scrape_configs"]:
+        if job.pop("kubernetes_sd_configs", None):
+            job["static_configs"] = [{"targets": ["127.0.0.1:9"]}]
+        if "authorization" in job:
+            job["authorization"]["credentials_file"] = str(tmp_path / "token")
+            job["tls_config"]["ca_file"] = str(tmp_path / "ca.crt")
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    result = run(promtool, "check", "config", str(tmp_path / "prometheus.yml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_rbac_is_least_privilege(helm):
+    rendered = helm.render(None, *MONITORING, *INGRESS_TARGET)
+    cluster_rules = {d["metadata"]["name"]: d["rules"] for d in rendered.of_kind("ClusterRole")}
+    assert cluster_rules == {
+        f"loadtest-{RELEASE}-prometheus": [
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
+            {"apiGroups": [""], "resources": ["nodes/metrics"], "verbs": ["get"]}],
+        f"loadtest-{RELEASE}-kube-state-metrics": [
+            {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "watch"]}],
+    }
+    roles = {d["metadata"]["namespace"]: d["rules"] for d in rendered.of_kind("Role")}
+    assert roles == {ns: [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}]
+                     for ns in ("loadtest", "ingress")}
+    for account in rendered.of_kind("ServiceAccount"):
+        assert account["automountServiceAccountToken"] is False
+    # Only the two API clients get a token, through a projected volume.
+    with_token = {name for name, spec in rendered.pod_specs()
+                  if any("serviceAccountToken" in str(v.get("projected", "")) for v in spec.get("volumes", []))}
+    assert with_token == {f"Deployment/{RELEASE}-prometheus", f"Deployment/{RELEASE}-kube-state-metrics"}
+
+
+def test_grafana_password_is_generated_never_a_default(helm):
+    rendered = helm.render(None, *MONITORING)
+    secret = rendered.get("Secret", f"{RELEASE}-grafana-admin")["data"]
+    assert base64.b64decode(secret["admin-user"]).decode() == "admin"
+    password = base64.b64decode(secret["admin-password"]).decode()
+    assert re.fullmatch(r"[A-Za-z0-9]{24}", password) and password not in rendered.text
+    (container,) = rendered.get("Deployment", f"{RELEASE}-grafana")["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["GF_SECURITY_ADMIN_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": f"{RELEASE}-grafana-admin", "key": "admin-password"}
+    assert env["GF_AUTH_ANONYMOUS_ENABLED"]["value"] == "false"
+
+
+def test_grafana_existing_secret(helm):
+    rendered = helm.render(None, *MONITORING, "--set", "monitoring.grafana.existingSecret=grafana-login")
+    assert not [s for s in rendered.of_kind("Secret") if "grafana" in s["metadata"]["name"]]
+    (container,) = rendered.get("Deployment", f"{RELEASE}-grafana")["spec"]["template"]["spec"]["containers"]
+    refs = {e["valueFrom"]["secretKeyRef"]["name"] for e in container["env"] if "valueFrom" in e}
+    assert refs == {"grafana-login"}
+
+
+def test_monitoring_pods_stay_off_the_generator_nodes(helm):
+    rendered = helm.render(None, *MONITORING, "--set", "monitoring.nodeType=m5.large",
+                           "--set", "locust.nodeType=c5.xlarge")
+    for component in ("prometheus", "grafana", "kube-state-metrics"):
+        spec = rendered.get("Deployment", f"{RELEASE}-{component}")["spec"]["template"]["spec"]
+        assert spec["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.large"}, component
+
+
+def master_pod(rendered) -> dict:
+    return rendered.get("Deployment", MASTER)["spec"]["template"]["spec"]
+
+
+def test_master_installs_the_pinned_plugin_dependency_and_serves_metrics(helm):
+    spec = master_pod(helm.render())
+    (container,) = spec["containers"]
+    assert {"name": "metrics", "containerPort": 9646, "protocol": "TCP"} in container["ports"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["LOADTEST_METRICS_PORT"] == "9646" and env["PYTHONPATH"] == "/home/locust/plugin-packages"
+    (init,) = spec["initContainers"]
+    assert init["image"] == container["image"]
+    script = " ".join(init["command"] + init.get("args", []))
+    assert "--require-hashes" in script and "--no-deps" in script and "--target /home/locust/plugin-packages" in script
+    requirements = {e["name"]: e.get("value") for e in init["env"]}["PLUGIN_REQUIREMENTS"]
+    assert requirements == PLUGIN_REQUIREMENTS.read_text()
+    assert re.search(r"^prometheus-client==0\.26\.0 \\\n\s+--hash=sha256:[0-9a-f]{64}$", requirements, re.M)
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert mounts["plugin-packages"]["readOnly"] is True
+
+
+def test_an_image_with_the_dependency_replaces_the_init_container(helm):
+    image = "registry.example.com/loadtest-locust:2.47.0"
+    spec = master_pod(helm.render(None, "--set", f"locust.metrics.image={image}"))
+    assert "initContainers" not in spec
+    (container,) = spec["containers"]
+    assert container["image"] == image
+    assert "PYTHONPATH" not in {e["name"] for e in container["env"]}
+    assert "plugin-packages" not in {v["name"] for v in spec["volumes"]}
+
+
+def test_dockerfile_installs_the_same_pinned_requirements():
+    dockerfile = (paths.REPO / "docker" / "locust" / "Dockerfile").read_text()
+    assert f"COPY {PLUGIN_REQUIREMENTS.relative_to(paths.REPO)} " in dockerfile
+    assert "--require-hashes" in dockerfile
+    locust_tag = yaml.safe_load((paths.CHART / "charts" / "locust" / "values.yaml").read_text())["image"]["tag"]
+    assert re.search(rf"^FROM docker\.io/locustio/locust:{re.escape(locust_tag)}$", dockerfile, re.M)
+
+
+def test_values_schema_rejects_an_unknown_mode(helm):
+    result = helm.template(*MONITORING, "--set", "monitoring.mode=sidecar")
+    assert result.returncode != 0 and "mode" in result.stderr

@@ -1,0 +1,70 @@
+"""The dashboards as code: the committed JSON is what loadtest/dashboards.py generates, and the panels read the
+saturation rules' series and thresholds rather than copies of them."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from loadtest import cli, dashboards, rules
+
+BOARDS = {path.stem: json.loads(path.read_text()) for path in sorted(dashboards.FOLDER.glob("*.json"))}
+
+
+def test_committed_dashboards_match_the_generator():
+    assert dashboards.stale_files() == [], "run `loadtest dashboards` and commit the result"
+    assert set(BOARDS) == set(dashboards.DASHBOARDS)
+
+
+def test_check_command_reports_up_to_date(capsys):
+    assert cli.main(["dashboards", "--check"]) == 0
+    assert "match" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("uid", sorted(dashboards.DASHBOARDS))
+def test_dashboard_has_datasource_namespace_and_release_variables(uid):
+    board = BOARDS[uid]
+    assert board["uid"] == uid and dashboards.TAG in board["tags"]
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert list(variables) == ["datasource", "namespace", "release"]
+    assert variables["datasource"]["query"] == "prometheus"
+    for panel in board["panels"]:
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+        assert panel["description"], panel["title"]
+        assert panel["fieldConfig"]["defaults"].get("unit") or panel["type"] == "stat", panel["title"]
+        assert [t["refId"] for t in panel["targets"]] == [chr(ord("A") + i) for i in range(len(panel["targets"]))]
+
+
+def test_panels_read_only_recorded_loadtest_series():
+    used = {name for board in BOARDS.values() for _, expr in dashboards.panel_queries(board)
+            for name in re.findall(r"loadtest:[a-z_0-9]+:[a-z_0-9]+|loadtest:verdict\b", expr)}
+    assert used and used <= set(rules.recorded()), used - set(rules.recorded())
+
+
+def test_locust_series_are_filtered_by_namespace_and_release():
+    for board in BOARDS.values():
+        for title, expr in dashboards.panel_queries(board):
+            for selector in re.findall(r"locust_\w+\{([^}]*)\}", expr):
+                assert 'namespace="$namespace"' in selector and 'release="$release"' in selector, (title, expr)
+
+
+def test_verdict_panel_shows_the_verdict_rule():
+    (verdict,) = [p for p in BOARDS["loadtest-overview"]["panels"] if p["title"] == "Verdict"]
+    assert verdict["targets"][0]["expr"] == 'loadtest:verdict{release="$release"}'
+    colored = {o["matcher"]["options"] for o in verdict["fieldConfig"]["overrides"]}
+    assert colored == {"generator-bound", "target-bound", "healthy"}
+
+
+def test_saturation_lines_are_the_rules_thresholds():
+    saturated = rules.threshold("loadtest:cpu_saturation:threshold")
+    lines = [step["value"] for board in BOARDS.values() for panel in board["panels"]
+             if "share of its ceiling" in panel["title"]
+             for step in panel["fieldConfig"]["defaults"]["thresholds"]["steps"] if step["value"] is not None]
+    assert lines and set(lines) == {saturated}
+
+
+def test_cluster_only_expressions_are_recognised():
+    assert dashboards.needs_cluster('sum(kube_pod_status_phase{phase="Pending"})')
+    assert dashboards.needs_cluster('loadtest:worker_cpu_throttling:ratio{release="$release"}')
+    assert not dashboards.needs_cluster('rate(locust_requests_total{release="$release"}[1m])')

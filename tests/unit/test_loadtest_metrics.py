@@ -1,0 +1,128 @@
+"""The Locust metrics plugin (locustfiles/loadtest_metrics.py) without running Locust: its cgroup CPU-limit reader on
+fake /proc and cgroup trees, and its collector on a master runner's state."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner, WorkerNode, WorkerNodes
+from locust.stats import RequestStats
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from loadtest import paths
+
+sys.path.insert(0, str(paths.LOCUSTFILES))
+import loadtest_metrics  # noqa: E402
+
+
+def fake_proc(tmp_path: Path, cgroup: str, mounts: list[str]) -> Path:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cgroup").write_text(cgroup)
+    (proc / "mountinfo").write_text("".join(f"{i} 1 0:{i} {line}\n" for i, line in enumerate(mounts, 30)))
+    return proc
+
+
+def test_cgroup_v2_limit_of_a_container(tmp_path):
+    """In a pod the container's cgroup is the mount's root: /sys/fs/cgroup/cpu.max holds resources.limits.cpu."""
+    mount = tmp_path / "sys-fs-cgroup"
+    mount.mkdir()
+    (mount / "cpu.max").write_text("50000 100000\n")
+    proc = fake_proc(tmp_path, "0::/\n", [f"/ {mount} ro,nosuid - cgroup2 cgroup2 rw"])
+    assert loadtest_metrics.cpu_limit_cores(proc) == 0.5
+
+
+def test_cgroup_v2_without_a_limit(tmp_path):
+    mount = tmp_path / "cg"
+    mount.mkdir()
+    (mount / "cpu.max").write_text("max 100000\n")
+    proc = fake_proc(tmp_path, "0::/\n", [f"/ {mount} rw - cgroup2 cgroup2 rw"])
+    assert loadtest_metrics.cpu_limit_cores(proc) is None
+
+
+def test_cgroup_v1_takes_the_smallest_quota_of_the_group_and_its_parents(tmp_path):
+    mount = tmp_path / "cpu,cpuacct"
+    (mount / "outer" / "inner").mkdir(parents=True)
+    for folder, quota in ((mount, -1), (mount / "outer", 20_000), (mount / "outer" / "inner", 150_000)):
+        (folder / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+        (folder / "cpu.cfs_period_us").write_text("100000\n")
+    proc = fake_proc(tmp_path, "5:memory:/outer\n4:cpu,cpuacct:/outer/inner\n0::/\n",
+                     [f"/ {mount} rw - cgroup cgroup rw,cpu,cpuacct", f"/ {tmp_path} rw - tmpfs tmpfs rw"])
+    assert loadtest_metrics.cpu_limit_cores(proc) == 0.2
+
+
+def test_unreadable_cgroups_mean_no_limit(tmp_path):
+    assert loadtest_metrics.cpu_limit_cores(tmp_path / "no-proc") is None
+
+
+class MasterState(MasterRunner):
+    """A master runner's state only: no sockets, no greenlets."""
+
+    def __init__(self, state: str, clients: WorkerNodes):
+        self.greenlet = None
+        self.state, self.clients = state, clients
+
+
+class FakeEnvironment:
+    def __init__(self, runner, stats):
+        self.runner, self.stats = runner, stats
+
+
+@pytest.fixture
+def master():
+    """A master runner's state, as the collector reads it: two workers (one missing) and two request names."""
+    runner = MasterState(STATE_RUNNING, WorkerNodes())
+    for worker_id, state, cpu, memory, users in (("pod-a_" + "a" * 32, STATE_RUNNING, 97, 80e6, 7),
+                                                 ("pod-b_" + "b" * 32, STATE_MISSING, 12, 60e6, 3)):
+        node = WorkerNode(worker_id, state=state)
+        node.cpu_usage, node.memory_usage, node.user_classes_count = cpu, memory, {"User": users}
+        runner.clients[worker_id] = node
+    stats = RequestStats(use_response_times_cache=True)
+    for _ in range(5):
+        stats.log_request("GET", "/1kb", 12, 1024)
+    stats.log_request("POST", "/login", 30, 10)
+    stats.log_error("POST", "/login", "HTTP 500")
+    reports = loadtest_metrics.WorkerReports()
+    reports.add("pod-a_" + "a" * 32, {"stats_total": {"num_requests": 4},
+                                      loadtest_metrics.REPORT_KEY: {"cpu_limit_cores": 1.0, "cpu_warnings": 2}})
+    reports.add("pod-a_" + "a" * 32, {"stats_total": {"num_requests": 2},
+                                      loadtest_metrics.REPORT_KEY: {"cpu_limit_cores": 1.0, "cpu_warnings": 3}})
+    reports.add("pod-b_" + "b" * 32, {"stats_total": {"num_requests": 1},
+                                      loadtest_metrics.REPORT_KEY: {"cpu_limit_cores": None, "cpu_warnings": 0}})
+    reports.add("gone_" + "c" * 32, {"stats_total": {"num_requests": 9}})
+    return FakeEnvironment(runner, stats), reports
+
+
+def samples(environment, reports) -> dict[tuple, float]:
+    text = generate_latest(loadtest_metrics.build_registry(environment, reports)).decode()
+    return {(s.name, *sorted(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples
+            if s.name.startswith("locust_")}
+
+
+def test_collector_exports_the_run_the_requests_and_every_worker(master):
+    got = samples(*master)
+    a, b = "pod-a_" + "a" * 32, "pod-b_" + "b" * 32
+    assert got[("locust_runner_state", ("state", "running"))] == 1
+    assert got[("locust_runner_state", ("state", "stopped"))] == 0
+    assert got[("locust_users",)] == 10
+    assert got[("locust_workers", ("state", "running"))] == 1
+    assert got[("locust_workers", ("state", "missing"))] == 1
+    assert got[("locust_requests_total", ("method", "GET"), ("name", "/1kb"))] == 5
+    assert got[("locust_requests_total", ("method", "POST"), ("name", "/login"))] == 1
+    assert got[("locust_request_failures_total", ("method", "POST"), ("name", "/login"))] == 1
+    assert got[("locust_worker_cpu_usage_cores", ("worker", a))] == 0.97
+    assert got[("locust_worker_memory_bytes", ("worker", b))] == 60e6
+    assert got[("locust_worker_users", ("worker", a))] == 7
+    assert got[("locust_worker_requests_total", ("worker", a))] == 6
+    assert got[("locust_worker_cpu_limit_cores", ("worker", a))] == 1
+    assert math.isinf(got[("locust_worker_cpu_limit_cores", ("worker", b))])
+    assert got[("locust_worker_cpu_warnings_total", ("worker", a))] == 3
+
+
+def test_collector_forgets_workers_that_left(master):
+    got = samples(*master)
+    assert not [key for key in got if ("worker", "gone_" + "c" * 32) in key]
