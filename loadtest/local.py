@@ -1,17 +1,15 @@
 """`loadtest local`: the whole load test on one machine, no cluster.
 
-It renders the chart's backend payload config (the same nginx.conf the chart deploys), runs it with the machine's
-nginx on 127.0.0.1, starts a Locust master and one worker per core with the project's locustfiles, runs a bounded
-test, and prints RPS, failures, latency and which side was the bottleneck.
+It renders the chart's configs (the backend's nginx.conf, and the target's: HAProxy's haproxy.cfg or the nginx.conf
+the NGINX Ingress Controller generates for the chart's Ingress), runs them with the machine's nginx and haproxy on
+127.0.0.1 (loadtest.targets), starts a Locust master and one worker per core with the project's locustfiles, runs
+a bounded test, and prints RPS, failures, latency and which side was the bottleneck.
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,18 +18,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
-import yaml
 
-from . import paths, verdict
+from . import locuststats, paths, targets, verdict
+# Processes and free_port are also used from here by tests/dataplane/test_monitoring.py.
+from .targets import STARTUP_TIMEOUT_S, TLS_MODES, Processes, TargetError, free_port  # noqa: F401
 
-BACKEND_CONFIGMAP = "charts/backend/templates/configmap.yaml"
-STARTUP_TIMEOUT_S = 15
+LOCUST_SCHEMA = paths.CHART / "charts" / "locust" / "values.schema.json"
 # Locust needs a moment after the run time to collect the workers' last reports and write its CSV files.
 SHUTDOWN_GRACE_S = 30
 
 
 class LocalRunError(RuntimeError):
     pass
+
+
+def scenarios() -> list[str]:
+    """The scenarios the chart accepts (locust.scenario's enum): the same list here."""
+    return json.loads(LOCUST_SCHEMA.read_text())["properties"]["scenario"]["enum"]
 
 
 @dataclass
@@ -47,8 +50,10 @@ class Result:
     p95_ms: float
     p99_ms: float
     worker_cpu: list[float] = field(default_factory=list)  # mean fraction of one core per worker
-    target_cpu: float | None = None  # mean cores used by nginx
+    target_cpu: float | None = None  # mean cores used by the target's processes
     target_cpus: int = 1
+    target: str = "backend"
+    tls_mode: str = "none"
     host_cpu: float | None = None  # mean share of all the machine's cores in use, whoever used them
 
     @property
@@ -58,78 +63,6 @@ class Result:
     @property
     def verdict(self) -> verdict.Verdict:
         return verdict.judge(self.worker_cpu, self.target_cpu, self.target_cpus, self.host_cpu)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def render_backend(port: int) -> dict[str, str]:
-    """nginx.conf and payload files exactly as the chart ships them, listening on 127.0.0.1:<port>."""
-    helm = paths.tool("helm")
-    if not shutil.which(helm):
-        raise LocalRunError("helm not found: run scripts/setup (it installs helm into ~/.cache/loadtest/bin)")
-    cmd = [
-        helm, "template", "local", str(paths.CHART), "--show-only", BACKEND_CONFIGMAP,
-        "--set", "backend.bindAddress=127.0.0.1:", "--set", f"backend.port={port}",
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise LocalRunError(f"rendering the backend config failed:\n{out.stderr}")
-    return yaml.safe_load(out.stdout)["data"]
-
-
-class Processes:
-    """Processes this run started; all of them are stopped by PID on exit."""
-
-    def __init__(self, logs: Path):
-        self.logs = logs
-        self.procs: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
-        log = open(self.logs / f"{name}.log", "wb")
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, **(env or {})})
-        log.close()
-        self.procs[name] = proc
-        return proc
-
-    def log_tail(self, name: str, lines: int = 20) -> str:
-        text = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
-
-    def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        deadline = time.monotonic() + 10
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop_all()
-
-
-def wait_http(url: str, proc: subprocess.Popen, procs: Processes, name: str) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise LocalRunError(f"{name} exited with {proc.returncode}:\n{procs.log_tail(name)}")
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise LocalRunError(f"{name} did not answer {url} within {STARTUP_TIMEOUT_S} s:\n{procs.log_tail(name)}")
 
 
 class CpuMeter:
@@ -167,68 +100,68 @@ def swarm_status(web: str) -> dict | None:
         return None
 
 
-def read_aggregated(csv_path: Path) -> dict[str, str] | None:
-    if not csv_path.exists():
-        return None
-    with csv_path.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r.get("Name") == "Aggregated"]
-    return rows[-1] if rows else None
+def render_backend(port: int) -> dict[str, str]:
+    """nginx.conf and payload files exactly as the chart ships them, listening on 127.0.0.1:<port>."""
+    try:
+        return targets.render(targets.TEMPLATES["backend"], {"backend.bindAddress": "127.0.0.1:", "backend.port": port})
+    except TargetError as e:
+        raise LocalRunError(str(e)) from None
 
 
 def scenario_file(scenario: str) -> Path:
-    path = paths.LOCUSTFILES / f"{scenario}.py"
-    known = sorted(p.stem for p in paths.LOCUSTFILES.glob("*.py") if p.stem != "loadtest_lib")
-    if scenario == "loadtest_lib" or not path.exists():
-        raise LocalRunError(f"unknown scenario {scenario!r}; scenarios: {', '.join(known)}")
-    return path
+    if scenario not in scenarios():
+        raise LocalRunError(f"unknown scenario {scenario!r}; scenarios: {', '.join(scenarios())}")
+    return paths.LOCUSTFILES / f"{scenario}.py"
 
 
-def write_payload_server(runtime: Path, port: int) -> Path:
-    """The chart's nginx.conf and payload files under `runtime`; returns the conf path."""
-    files = render_backend(port)
-    (runtime / "html").mkdir(parents=True, exist_ok=True)
-    conf = runtime / "nginx.conf"
-    conf.write_text(files.pop("nginx.conf"))
-    for name, body in files.items():
-        (runtime / "html" / name).write_text(body)
-    # nginx started as root drops its workers to an unprivileged user, which must reach the payload: hence a
-    # world-readable folder of its own under the system temp dir, whatever the permissions of the output folder.
-    for d in (runtime, runtime / "html"):
-        d.chmod(0o755)
-    return conf
+def default_tls_mode(scenario: str) -> str:
+    """TLS terminated at the target for the handshake scenario, plain HTTP for the others."""
+    return "edge" if scenario == "tls_handshake" else "none"
+
+
+def check_tls_mode(scenario: str, target: str, tls_mode: str) -> None:
+    if tls_mode not in TLS_MODES.get(target, ()):
+        raise LocalRunError(f"target {target} takes --tls-mode {' / '.join(TLS_MODES.get(target, ()))}, "
+                            f"not {tls_mode!r}")
+    if scenario == "tls_handshake" and tls_mode == "none":
+        raise LocalRunError("tls_handshake needs TLS: --tls-mode edge (or passthrough / reencrypt with haproxy)")
+    if scenario == "http_close" and tls_mode != "none":
+        raise LocalRunError("http_close is plain HTTP: --tls-mode none")
 
 
 def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
-        progress=print) -> Result:
+        progress=print, target: str = "backend", tls_mode: str | None = None) -> Result:
     locustfile = scenario_file(scenario)
+    tls_mode = tls_mode or default_tls_mode(scenario)
+    check_tls_mode(scenario, target, tls_mode)
     workdir.mkdir(parents=True, exist_ok=True)
-    port, master_port, web_port = free_port(), free_port(), free_port()
-    host = f"http://127.0.0.1:{port}"
+    master_port, web_port = free_port(), free_port()
     locust = [sys.executable, "-m", "locust", "-f", str(locustfile)]
     web = f"http://127.0.0.1:{web_port}"
-    with tempfile.TemporaryDirectory(prefix="loadtest-nginx-") as nginx_dir, Processes(workdir) as procs:
-        runtime = Path(nginx_dir)
-        conf = write_payload_server(runtime, port)
-        nginx = procs.start("nginx", [paths.tool("nginx"), "-p", f"{runtime}/", "-e", "stderr", "-c", str(conf),
-                                      "-g", "daemon off;"])
-        wait_http(f"{host}/healthz", nginx, procs, "nginx")
+    with targets.Stack(workdir) as stack:
+        procs = stack.procs
+        try:
+            _, server = stack.target(target, tls_mode)
+        except TargetError as e:
+            raise LocalRunError(str(e)) from None
+        host = server.url(tls=tls_mode != "none")
         # --autostart rather than --headless: the run is the same, and the web UI's JSON gives live figures.
         master = procs.start("locust-master", locust + [
             "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(master_port),
             "--web-host", "127.0.0.1", "--web-port", str(web_port), "--autostart", "--autoquit", "0",
             "--expect-workers", str(workers), "--expect-workers-max-wait", str(STARTUP_TIMEOUT_S),
             "-u", str(users), "-r", str(spawn_rate), "-t", f"{run_time_s}s", "--host", host,
-            "--csv", str(workdir / "stats"), "--exit-code-on-error", "0",
+            "--csv", str(workdir / "stats"), "--json-file", str(workdir / "stats"), "--exit-code-on-error", "0",
         ])
         worker_meters = [
             CpuMeter(procs.start(f"locust-worker-{i}", locust + [
                 "--worker", "--master-host", "127.0.0.1", "--master-port", str(master_port)]).pid)
             for i in range(workers)
         ]
-        target = CpuMeter(nginx.pid)
+        target_meter = CpuMeter(server.proc.pid)
         psutil.cpu_percent(None)
         host_samples: list[float] = []
-        progress(f"loadtest local: {scenario} against the chart's nginx payload on {host}, "
+        progress(f"loadtest local: {scenario} against {describe(target, tls_mode)} on {host}, "
                  f"{workers} worker(s), {users} users, {run_time_s} s")
         deadline = time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S
         started = time.monotonic()
@@ -239,7 +172,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             status = swarm_status(web)
             running = bool(status) and status.get("state") == "running"
             # Measured here rather than taken from Locust's worker reports, which lag by up to 5 s.
-            nginx_cpu = target.sample(keep=running)
+            target_cpu = target_meter.sample(keep=running)
             cpus = " ".join(f"{m.sample(keep=running):.0%}" for m in worker_meters)
             if not running:
                 continue
@@ -248,33 +181,40 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             progress(
                 f"  [{time.monotonic() - started:4.0f} s] users {status['user_count']:>5}  "
                 f"RPS {status.get('current_rps', 0):>9,.0f}  failures {status.get('fail_ratio', 0):>6.2%}  "
-                f"p95 {p95 or 0:>5.0f} ms  worker CPU {cpus}  nginx CPU {nginx_cpu:.0%}"
+                f"p95 {p95 or 0:>5.0f} ms  worker CPU {cpus}  {target} CPU {target_cpu:.0%}"
             )
         if master.returncode != 0:
             raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{procs.log_tail('locust-master')}")
-    final = read_aggregated(workdir / "stats_stats.csv")
+    final = locuststats.read(workdir / "stats.json")
     if final is None:
         raise LocalRunError(f"Locust wrote no stats; see {workdir}/locust-master.log")
     return Result(
         scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
-        requests=int(final["Request Count"]), failures=int(final["Failure Count"]),
-        rps=float(final["Requests/s"]), p50_ms=float(final["50%"]), p95_ms=float(final["95%"]),
-        p99_ms=float(final["99%"]),
-        worker_cpu=[m.mean or 0.0 for m in worker_meters], target_cpu=target.mean,
+        requests=final.requests, failures=final.failures, rps=final.rps,
+        p50_ms=final.p50_ms, p95_ms=final.p95_ms, p99_ms=final.p99_ms,
+        worker_cpu=[m.mean or 0.0 for m in worker_meters], target_cpu=target_meter.mean,
+        target_cpus=server.cpus, target=target, tls_mode=tls_mode,
         host_cpu=sum(host_samples) / len(host_samples) if host_samples else None,
     )
+
+
+def describe(target: str, tls_mode: str) -> str:
+    what = {"backend": "the chart's nginx payload", "nginx": "the NGINX Ingress Controller's nginx.conf",
+            "haproxy": "the chart's HAProxy"}[target]
+    return what if tls_mode == "none" else f"{what} (TLS {tls_mode})"
 
 
 def print_result(r: Result, out=print) -> None:
     v = r.verdict
     out("")
-    out(f"Result ({r.scenario}, {r.workers} worker(s), {r.users} users, {r.run_time_s} s)")
+    out(f"Result ({r.scenario} against {r.target}{'' if r.tls_mode == 'none' else ' TLS ' + r.tls_mode}, "
+        f"{r.workers} worker(s), {r.users} users, {r.run_time_s} s)")
     out(f"  requests         {r.requests:,} ({r.failures:,} failed, {r.failure_ratio:.2%})")
     out(f"  RPS              {r.rps:,.0f}")
     out(f"  p50 / p95 / p99  {r.p50_ms:g} / {r.p95_ms:g} / {r.p99_ms:g} ms")
     out(f"  worker CPU       {', '.join(f'{c:.0%}' for c in r.worker_cpu)} (of one core each)")
     if r.target_cpu is not None:
-        out(f"  target CPU       {r.target_cpu:.2f} of {r.target_cpus} core(s) (nginx)")
+        out(f"  target CPU       {r.target_cpu:.2f} of {r.target_cpus} core(s) ({r.target})")
     if r.host_cpu is not None:
         out(f"  machine CPU      {r.host_cpu:.0%} of {psutil.cpu_count()} core(s) busy")
     out(f"  verdict          {v.kind}: {v.reason}")
@@ -305,7 +245,8 @@ def cmd_local(args) -> int:
     users = args.users or 50 * args.workers
     workdir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="loadtest-local-"))
     try:
-        result = run(args.scenario, users, args.spawn_rate or users, run_time_s, args.workers, workdir)
+        result = run(args.scenario, users, args.spawn_rate or users, run_time_s, args.workers, workdir,
+                     target=args.target, tls_mode=args.tls_mode)
     except LocalRunError as e:
         print(f"loadtest local: {e}", file=sys.stderr)
         return 1
@@ -323,9 +264,15 @@ def cmd_local(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("local", help="run a bounded load test on this machine (nginx payload + Locust), no cluster",
+    p = sub.add_parser("local", help="run a bounded load test on this machine (target + payload + Locust), no cluster",
                        description=__doc__)
-    p.add_argument("--scenario", default="keepalive_1kb", help="locustfile in locustfiles/ (default keepalive_1kb)")
+    p.add_argument("--scenario", default="keepalive_1kb", help=f"one of {', '.join(scenarios())} (default keepalive_1kb)")
+    p.add_argument("--target", default="backend", choices=targets.TARGETS,
+                   help="what Locust loads: the payload backend itself (default), nginx (the NGINX Ingress "
+                        "Controller's config) or haproxy, both in front of the backend")
+    p.add_argument("--tls-mode", choices=("none", "edge", "passthrough", "reencrypt"),
+                   help="none: HTTP; edge: TLS terminated at the target; passthrough, reencrypt: haproxy only "
+                        "(default: edge for tls_handshake, none otherwise)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="Locust workers (default: one per core)")
     p.add_argument("--users", type=int, default=0, help="concurrent users (default 50 per worker)")
     p.add_argument("--spawn-rate", type=float, default=0, help="users started per second (default: all at once)")

@@ -50,6 +50,8 @@ def _route_indexes():
     """Route numbers for the users of this process, in turn, from a random start: several workers do not all put
     their first users on route 0."""
     routes = int(setting("routes", "1"))
+    if routes < 1:
+        raise SystemExit(f"LOADTEST_ROUTES must be at least 1, not {routes}")
     start = random.randrange(routes)
     return itertools.cycle([*range(start, routes), *range(start)])
 
