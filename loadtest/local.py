@@ -20,8 +20,7 @@ from pathlib import Path
 import psutil
 
 from . import locuststats, paths, targets, verdict
-# Processes and free_port are also used from here by tests/dataplane/test_monitoring.py.
-from .targets import STARTUP_TIMEOUT_S, TLS_MODES, Processes, TargetError, free_port  # noqa: F401
+from .targets import STARTUP_TIMEOUT_S, TLS_MODES, TargetError, free_port
 
 LOCUST_SCHEMA = paths.CHART / "charts" / "locust" / "values.schema.json"
 # Locust needs a moment after the run time to collect the workers' last reports and write its CSV files.
@@ -98,14 +97,6 @@ def swarm_status(web: str) -> dict | None:
             return json.load(r)
     except (OSError, ValueError):
         return None
-
-
-def render_backend(port: int) -> dict[str, str]:
-    """nginx.conf and payload files exactly as the chart ships them, listening on 127.0.0.1:<port>."""
-    try:
-        return targets.render(targets.TEMPLATES["backend"], {"backend.bindAddress": "127.0.0.1:", "backend.port": port})
-    except TargetError as e:
-        raise LocalRunError(str(e)) from None
 
 
 def scenario_file(scenario: str) -> Path:

@@ -8,7 +8,7 @@ baseline bandwidth, not its "up to" burst figure.
 from __future__ import annotations
 
 import json
-import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,16 +26,23 @@ class Scenario:
     target_metric: str  # which published target figure applies: "rps" or "tls_tps"
 
 
-# Defaults measured on the project's own 2-core CI machine (1 KB keep-alive against nginx on the other core);
-# a c5 core is within the same range, but calibrate on your nodes before trusting a plan to the last worker.
+# Defaults: LeanHttpUser (the class these scenarios use) measured per core on the project's 2-core machine against
+# a local target (benchmarks/targets.py, 2026-11-22). Calibrate on your nodes before trusting a plan to the last
+# worker: `loadtest calibrate` there, or on a machine with the same CPU.
 SCENARIOS = {
     s.name: s
     for s in (
-        Scenario("keepalive_1kb", 5_000, 1_024 + 450, "rps"),
-        Scenario("http_close", 1_500, 1_024 + 450 + 400, "rps"),  # + TCP handshake and teardown segments
-        Scenario("tls_handshake", 400, 5_000, "tls_tps"),  # certificate chain and key exchange per request
+        Scenario("keepalive_1kb", 16_000, 1_024 + 450, "rps"),
+        Scenario("http_close", 6_000, 1_024 + 450 + 400, "rps"),  # + TCP handshake and teardown segments
+        Scenario("tls_handshake", 800, 5_000, "tls_tps"),  # certificate chain and key exchange per request
     )
 }
+
+
+def user_class(scenario: str) -> str:
+    """The Locust user class a scenario's locustfile declares in USER_CLASS."""
+    m = re.search(r'^USER_CLASS = "(\w+)"', (paths.LOCUSTFILES / f"{scenario}.py").read_text(), re.M)
+    return m.group(1) if m else "unknown"
 
 
 class PlanError(ValueError):
@@ -55,7 +62,9 @@ def load_calibration(path: Path | None = None) -> Calibration:
                            "defaults (no calibration file: run `loadtest calibrate` for figures from your machine)")
     data = json.loads(path.read_text())
     figures = {n: s.default_rps_per_core for n, s in SCENARIOS.items()}
-    figures.update({name: m["rps_per_core"] for name, m in data["scenarios"].items()})
+    # A figure measured with another user class than the scenario uses now would mis-size the workers.
+    figures.update({name: m["rps_per_core"] for name, m in data["scenarios"].items()
+                    if name in SCENARIOS and m.get("user_class", user_class(name)) == user_class(name)})
     return Calibration(figures, f"calibration {path} ({data['date']}, Locust {data['locust_version']}, "
                                 f"{data['cpu_model']})")
 

@@ -16,7 +16,8 @@ PROFILE = profiles.by_file("c5-xlarge.yaml")
 def test_nodes_are_built_from_the_catalog(cluster, node_group):
     names = node_group(PROFILE)
     shape = PROFILE.shape
-    nodes = {n["metadata"]["name"]: n for n in cluster.api_get("/api/v1/nodes")["items"]}
+    group = f"{localcluster.NODE_GROUP_LABEL}={PROFILE.file.removesuffix('.yaml')}"
+    nodes = {n["metadata"]["name"]: n for n in cluster.api_get("/api/v1/nodes", labelSelector=group)["items"]}
     assert sorted(nodes) == sorted(names) and len(names) == PROFILE.nodes
     for i, name in enumerate(sorted(names)):
         node = nodes[name]

@@ -9,7 +9,7 @@ from base64 import b64encode
 
 import pytest
 
-from loadtest import local, paths, verdict
+from loadtest import local, paths, targets, verdict
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_local_cli_names_an_unknown_scenario():
 
 @pytest.fixture
 def locust_ui_with_auth(tmp_path):
-    port = local.free_port()
+    port = targets.free_port()
     env = {**os.environ, "LOADTEST_WEB_AUTH": "admin:s3cret"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "locust", "-f", str(paths.LOCUSTFILES / "keepalive_1kb.py"), "--web-host",

@@ -80,3 +80,15 @@ def test_plan_cli_refuses_a_negative_target(capsys):
         cli.main(["plan", "--target-rps", "-5"])
     assert exc.value.code == 2
     assert "target RPS must be positive" in capsys.readouterr().err
+
+
+def test_calibration_of_another_user_class_is_not_used(tmp_path):
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"date": "2026-11-22", "locust_version": "2.47.0", "cpu_model": "Test CPU",
+                                "scenarios": {"keepalive_1kb": {"rps_per_core": 1, "user_class": "FastHttpUser"}}}))
+    assert planner.load_calibration(path).rps_per_core["keepalive_1kb"] == \
+        planner.SCENARIOS["keepalive_1kb"].default_rps_per_core
+
+
+def test_every_planned_scenario_has_a_locustfile_with_its_user_class():
+    assert {planner.user_class(s) for s in planner.SCENARIOS} == {"LeanHttpUser"}

@@ -109,6 +109,20 @@ http://{{ include "common.targetName" . }}:80
 {{- end -}}
 
 {{/*
+The URL the Locust users load: locust.host when set, else the Service of the in-chart target, over HTTPS when
+locust.https is set or the scenario is the TLS one. Shared by the master, NOTES.txt and the helm test pod.
+Usage: include "common.locustTargetURL" (dict "ctx" $ "locust" <the locust chart's values>)
+*/}}
+{{- define "common.locustTargetURL" -}}
+{{- if .locust.host -}}
+{{- .locust.host -}}
+{{- else -}}
+{{- $https := or .locust.https (eq .locust.scenario "tls_handshake") -}}
+{{- include "common.targetURL" (dict "ctx" .ctx "target" .locust.target "https" $https) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 URL of the in-chart backend Service (charts/backend): the default target of the Locust chart.
 Usage: include "common.backendURL" $
 */}}

@@ -1,17 +1,4 @@
 {{/*
-The URL the users load: `host` when set, else the Service of the in-chart target, over HTTPS when `https` is set or
-the scenario is the TLS one.
-*/}}
-{{- define "locust.targetURL" -}}
-{{- if .Values.host -}}
-{{- .Values.host -}}
-{{- else -}}
-{{- $https := or .Values.https (eq .Values.scenario "tls_handshake") -}}
-{{- include "common.targetURL" (dict "ctx" $ "target" .Values.target "https" $https) -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
 The --locustfile argument: the scenario, plus the step load shape when it is on. Master and workers load the same.
 */}}
 {{- define "locust.locustfiles" -}}
