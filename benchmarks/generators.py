@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import psutil
 
 from loadtest import paths
+from loadtest.targets import stop
 
 TARGET_CPU, GENERATOR_CPU = 0, 1
 STARTUP_TIMEOUT_S = 30
@@ -153,16 +154,6 @@ def wait_until(condition, proc: subprocess.Popen, message: str) -> None:
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(message)
         time.sleep(0.1)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def cpu_seconds(proc: psutil.Process) -> float:

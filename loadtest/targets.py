@@ -66,6 +66,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop(proc: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> None:
+    """Stop a process this program started: SIGTERM, then SIGKILL if it is still there after `timeout`."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Processes:
     """Processes this run started, each logging to <logs>/<name>.log; all of them are stopped by PID on exit."""
 
@@ -91,11 +102,7 @@ class Processes:
                 proc.terminate()
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for proc in self.procs.values():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, max(0.1, deadline - time.monotonic()))
 
     def __enter__(self):
         return self

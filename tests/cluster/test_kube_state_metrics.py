@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from loadtest import dashboards, localcluster, paths, profiles, rules
+from loadtest.targets import stop
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")
@@ -40,16 +41,6 @@ def query(url: str, expr: str) -> list[dict]:
 
 def start(argv: list[str], log) -> subprocess.Popen:
     return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
