@@ -20,7 +20,6 @@ above a few tenths of a core it disturbed the figures. Prints figures only; noth
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -111,12 +110,7 @@ def generator(procs: targets.Processes, name: str, cmd: list[str]):
     try:
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=STARTUP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        targets.stop(proc, STARTUP_TIMEOUT_S)
 
 
 def wait_serving(count_requests) -> None:

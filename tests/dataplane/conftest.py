@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from loadtest import paths
+from loadtest.targets import stop
 
 STARTUP_TIMEOUT_S = 15
 STOP_TIMEOUT_S = 10
@@ -70,16 +71,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def stop_process(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @dataclass
@@ -136,7 +127,7 @@ def _start_nginx(run: Path, tls: tuple[Path, Path] | None) -> Nginx:
             return server
         except OSError:
             if time.monotonic() > deadline:
-                stop_process(proc)
+                stop(proc)
                 raise
             time.sleep(0.05)
 
@@ -158,7 +149,7 @@ def tls_cert(tmp_path_factory) -> tuple[Path, Path]:
 def nginx(tmp_path_factory, tls_cert):
     server = _start_nginx(tmp_path_factory.mktemp("nginx"), tls_cert)
     yield server
-    stop_process(server.proc)
+    stop(server.proc)
 
 
 @pytest.fixture
@@ -172,7 +163,7 @@ def start_nginx(tmp_path):
 
     yield start
     for server in started:
-        stop_process(server.proc)
+        stop(server.proc)
 
 
 @pytest.fixture(scope="session")
@@ -301,7 +292,7 @@ def run_locust(tmp_path_factory):
                 worker.wait(timeout=STOP_TIMEOUT_S)
         finally:
             for proc in started:
-                stop_process(proc)
+                stop(proc)
         final_stats = folder / "final_stats.json"
         if not final_stats.exists():
             pytest.fail(f"Locust exited with {main.returncode} without final stats:\n{_logs(folder)[-3000:]}")
