@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import yaml
+
+from . import kubeschemas
 
 STAMP = ".crd-version"
 
@@ -60,20 +60,13 @@ def ensure_schemas(crds: Path | None = None) -> Path:
         raise FileNotFoundError(f"no prometheus-operator CRDs in {crds}: run scripts/install-monitoring-tools")
     version = version_file.read_text().strip()
     dest = cache() / "kubeconform-schemas" / f"prometheus-operator-{version}"
-    if (dest / STAMP).is_file() and (dest / STAMP).read_text() == version:
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
-    try:
+
+    def fill(staging: Path) -> None:
         for path in sorted(crds.glob("*.yaml")):
             for name, schema in schema_files(yaml.safe_load(path.read_text())).items():
                 (staging / name).write_text(json.dumps(schema, indent=1))
-        (staging / STAMP).write_text(version)
-        shutil.rmtree(dest, ignore_errors=True)
-        staging.rename(dest)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return dest
+
+    return kubeschemas.build_once(dest, STAMP, version, fill)
 
 
 def schema_location(crds: Path | None = None) -> str:

@@ -28,34 +28,43 @@ def cache_dir() -> Path:
     return Path(cache) / "loadtest" / "kubeconform-schemas"
 
 
+def build_once(dest: Path, stamp_file: str, version: str, fill) -> Path:
+    """dest, filled by fill(staging_folder) unless it already holds `version`; published by one rename, so a run that
+    dies half-way never leaves a tree that looks complete."""
+    if (dest / stamp_file).is_file() and (dest / stamp_file).read_text() == version:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    try:
+        fill(staging)
+        (staging / stamp_file).write_text(version)
+        shutil.rmtree(dest, ignore_errors=True)
+        staging.rename(dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
 def ensure_schemas(k8s_version: str = "1.33") -> Path:
     """The converted schema tree of a Kubernetes minor version ("1.33"), written on first use; returns its folder."""
     package_version = importlib.metadata.version("kubernetes-validate")
     dest = cache_dir() / k8s_version
-    if (dest / STAMP).is_file() and (dest / STAMP).read_text() == package_version:
-        return dest
-
     source = importlib.resources.files(PACKAGE) / "kubernetes-json-schema"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{k8s_version}-", dir=dest.parent))
-    try:
+
+    def fill(staging: Path) -> None:
         for variant in VARIANTS:
             folder = source / f"v{k8s_version}.0-{variant}"
             if not folder.is_dir():
                 raise ValueError(f"kubernetes-validate {package_version} has no schemas for Kubernetes {k8s_version}")
             out = staging / variant
             out.mkdir()
-            # The URI the finished tree will have (staging is renamed to dest below).
+            # The URI the finished tree will have (staging is renamed to dest).
             definitions = f'"{(dest / variant / "_definitions.json").as_uri()}#'
             for schema in folder.iterdir():
                 if schema.name.endswith(".json"):
                     (out / schema.name).write_text(schema.read_text().replace(PACKAGE_REF, definitions))
-        (staging / STAMP).write_text(package_version)
-        shutil.rmtree(dest, ignore_errors=True)
-        staging.rename(dest)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return dest
+
+    return build_once(dest, STAMP, package_version, fill)
 
 
 def schema_location(k8s_version: str = "1.33") -> str:
