@@ -28,8 +28,11 @@ class StepRecord:
     requests: int
     failures: int
     users: int
+    workers: int
     worker_cpu_max: float  # busiest worker, as a fraction of its core or limit
-    target_cpu_cores: float | None
+    target_cpus: int  # CPUs the target runs with (its worker processes or threads)
+    target_cpu_cores: float | None  # cores it used
+    verdict: str  # generator-bound, target-bound or healthy (loadtest.verdict)
 
 
 @dataclass
@@ -48,19 +51,21 @@ def target_instance(cpus: float) -> catalog.InstanceType:
     return next((i for i in sizes if i.vcpu >= cpus), sizes[-1])
 
 
-COLUMNS = ("step", "load", "users", "rps", "p50_ms", "p95_ms", "p99_ms", "requests", "failures", "failure_ratio",
-           "worker_cpu_max", "target_cpu_cores", "generator_bound", "window_start", "window_end")
+COLUMNS = ("step", "load", "users", "workers", "rps", "p50_ms", "p95_ms", "p99_ms", "requests", "failures",
+           "failure_ratio", "worker_cpu_max", "target_cpus", "target_cpu_cores", "verdict", "generator_bound",
+           "window_start", "window_end")
 
 
 def rows(sweep: Sweep) -> list[dict]:
     return [
         {
-            "step": r.step.index + 1, "load": r.step.load, "users": r.users, "rps": round(r.step.rps, 1),
+            "step": r.step.index + 1, "load": r.step.load, "users": r.users, "workers": r.workers,
+            "rps": round(r.step.rps, 1),
             "p50_ms": r.p50_ms, "p95_ms": r.step.p95_ms, "p99_ms": r.p99_ms, "requests": r.requests,
             "failures": r.failures, "failure_ratio": round(r.step.failure_ratio, 5),
-            "worker_cpu_max": round(r.worker_cpu_max, 3),
+            "worker_cpu_max": round(r.worker_cpu_max, 3), "target_cpus": r.target_cpus,
             "target_cpu_cores": None if r.target_cpu_cores is None else round(r.target_cpu_cores, 3),
-            "generator_bound": r.step.generator_saturated, "window_start": r.start, "window_end": r.end,
+            "verdict": r.verdict, "generator_bound": r.step.generator_saturated, "window_start": r.start, "window_end": r.end,
         }
         for r in sweep.records
     ]
@@ -84,15 +89,19 @@ def verdict_line(sweep: Sweep) -> str:
 
 
 def sizing_table(sweep: Sweep) -> str:
-    """NGINX's table shape: CPUs -> RPS, TLS TPS, instance type, monthly cost (for sweeps of target CPUs)."""
+    """NGINX's table shape: CPUs -> RPS or TLS TPS, with the instance type and monthly cost such a target needs;
+    one row per step, the capacity and the knee named."""
     tls = sweep.conditions.get("scenario") == "tls_handshake"
-    lines = ["| CPUs | RPS | TLS TPS | instance type | monthly cost (USD) | note |", "|---|---|---|---|---|---|"]
+    knee = sweep.knee
+    lines = ["| CPUs | users | RPS | TLS TPS | p95 (ms) | instance type | monthly cost (USD) | note |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in sweep.records:
-        cpus = r.step.load if sweep.sweep_of == "target CPUs" else (r.target_cpu_cores or 0)
-        inst = target_instance(max(cpus, 1))
+        inst = target_instance(r.target_cpus)
         rps, tps = ("-", f"{r.step.rps:,.0f}") if tls else (f"{r.step.rps:,.0f}", "-")
-        note = "generator-bound: not the target's capacity" if r.step.generator_saturated else ""
-        lines.append(f"| {cpus:g} | {rps} | {tps} | {inst.name} | {inst.monthly_usd:,.0f} | {note} |")
+        note = ("generator-bound: not the target's capacity" if r.step.generator_saturated
+                else "knee" if r.step == knee.knee_step else "capacity" if r.step == knee.capacity_step else "")
+        lines.append(f"| {r.target_cpus:g} | {r.users:,} | {rps} | {tps} | {r.step.p95_ms:g} | {inst.name} | "
+                     f"{inst.monthly_usd:,.0f} | {note} |")
     return "\n".join(lines)
 
 

@@ -132,6 +132,15 @@ def test_haproxy_keep_alive_or_close(helm):
     assert "option httpclose" in cfg and "http-keep-alive" not in cfg
 
 
+@pytest.mark.parametrize("mode", ["none", "edge", "passthrough"])
+def test_session_rate_limit_caps_every_client_frontend(helm, mode):
+    assert "rate-limit" not in haproxy_cfg(helm, *BACKEND_TLS, "--set", f"haproxy.tls.mode={mode}")
+    cfg = haproxy_cfg(helm, *BACKEND_TLS, "--set", f"haproxy.tls.mode={mode}", "--set", "haproxy.sessionRateLimit=1500")
+    frontends = {block.split("\n", 1)[0]: block.split("\n\n")[0] for block in cfg.split("\nfrontend ")[1:]}
+    assert {name for name, block in frontends.items() if "\n    rate-limit sessions 1500\n" in block} == \
+        {"http"} | ({"https"} if mode != "none" else set())  # not the metrics frontend Prometheus scrapes
+
+
 @pytest.mark.parametrize("mode, https_backends, upstream", [
     ("none", None, None), ("edge", "be_http", None), ("reencrypt", "be_secure", "lt-backend:443 ssl verify none"),
     ("passthrough", "be_tcp", "lt-backend:443"),
@@ -371,6 +380,8 @@ BAD = {
     "haproxy-threads-zero": ([*HAPROXY_ON, "--set", "haproxy.threads=0"], "haproxy", "threads"),
     "haproxy-cpuset-words": ([*HAPROXY_ON, "--set", "haproxy.cpuSet=first"], "haproxy", "cpuSet"),
     "haproxy-cpuset-commas": ([*HAPROXY_ON, "--set-string", "haproxy.cpuSet=0\\,2"], "haproxy", "cpuSet"),
+    "haproxy-session-rate-negative": ([*HAPROXY_ON, "--set", "haproxy.sessionRateLimit=-1"], "haproxy",
+                                      "sessionRateLimit"),
     "haproxy-routes-zero": ([*HAPROXY_ON, "--set", "haproxy.routes=0"], "haproxy", "routes"),
     "haproxy-upstream-no-port": ([*HAPROXY_ON, "--set", "haproxy.upstream.http=payload"], "haproxy", "upstream.http"),
     "nginx-worker-processes-auto": ([*NGINX_ON, "--set", "nginx.workerProcesses=auto"], "nginx", "workerProcesses"),

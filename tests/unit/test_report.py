@@ -9,8 +9,11 @@ from loadtest.knee import Step
 def sweep(saturated_at=None, of="users", scenario="keepalive_1kb"):
     s = report.Sweep({"scenario": scenario, "target": "haproxy", "node types": "local"}, of)
     for i, (load, rps, p95, cpu) in enumerate([(1, 1000, 5, 0.4), (2, 1900, 5, 0.6), (4, 1950, 12, 0.7)]):
-        s.records.append(report.StepRecord(Step(i, load, rps, p95, 0.0, i == saturated_at), 100.0 * i,
-                                           100.0 * i + 10, p95 / 2, p95 * 2, int(rps * 10), 0, 10 * load, cpu, cpu))
+        s.records.append(report.StepRecord(
+            Step(i, load, rps, p95, 0.0, i == saturated_at), start=100.0 * i, end=100.0 * i + 10, p50_ms=p95 / 2,
+            p99_ms=p95 * 2, requests=int(rps * 10), failures=0, users=10 * load, workers=2, worker_cpu_max=cpu,
+            target_cpus=load if of == "target CPUs" else 1, target_cpu_cores=cpu,
+            verdict="generator-bound" if i == saturated_at else "healthy"))
     return s
 
 
@@ -42,5 +45,6 @@ def test_generator_bound_steps_are_marked_everywhere(tmp_path):
 
 def test_sizing_table_maps_target_cpus_to_c5n_sizes_and_cost():
     table = report.sizing_table(sweep(of="target CPUs", scenario="tls_handshake"))
-    assert "| 1 | - | 1,000 | c5n.large |" in table
-    assert "| 4 | - | 1,950 | c5n.xlarge |" in table
+    assert "| 1 | 10 | - | 1,000 | 5 | c5n.large | " in table
+    assert "| 2 | 20 | - | 1,900 | 5 | c5n.large | 79 | capacity |" in table
+    assert "| 4 | 40 | - | 1,950 | 12 | c5n.xlarge | " in table and table.endswith("| knee |")

@@ -9,3 +9,12 @@ maxconn: the value, or twice the planned client connections; less fails the rend
 {{- end -}}
 {{- $maxconn -}}
 {{- end -}}
+
+{{/*
+The `rate-limit sessions` line of a client frontend (with its leading newline), when sessionRateLimit is set.
+*/}}
+{{- define "haproxy.sessionRateLimit" -}}
+{{- with .Values.sessionRateLimit | int64 }}
+        rate-limit sessions {{ . }}
+{{- end -}}
+{{- end -}}
