@@ -12,7 +12,8 @@ from pathlib import Path
 from . import catalog, paths, planner, profiles, sizing, units, valuesdoc, valuesgen
 
 # Modules that add their own sub-commands through register(subparsers).
-COMMAND_MODULES = ("loadtest.local", "loadtest.calibrate", "loadtest.localcluster", "loadtest.dashboards")
+COMMAND_MODULES = ("loadtest.local", "loadtest.calibrate", "loadtest.sweep", "loadtest.localcluster",
+                   "loadtest.dashboards")
 
 
 class UsageError(Exception):

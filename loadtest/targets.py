@@ -194,10 +194,11 @@ class Stack:
     unprivileged user, which must read the payload (and certificates loaded per handshake).
     """
 
-    def __init__(self, logs: Path):
+    def __init__(self, logs: Path, overrides: dict[str, object] | None = None):
         self.logs = logs
         self.procs = Processes(logs)
         self.values: dict[str, object] = {}  # every --set so far: a target's render sees the backend's values
+        self.overrides = overrides or {}  # the user's --set values: they win over the local defaults
         self.runtime: Path | None = None
 
     def __enter__(self) -> Stack:
@@ -215,7 +216,7 @@ class Stack:
     def _render(self, name: str, values: dict[str, object]) -> tuple[Path, dict[str, str]]:
         """The rendered files of server `name`, and an empty world-readable folder for them."""
         self.values.update(values)
-        files = render(TEMPLATES[name], self.values)
+        files = render(TEMPLATES[name], {**self.values, **self.overrides})
         folder = self.runtime / name
         folder.mkdir()
         folder.chmod(0o755)

@@ -1,0 +1,80 @@
+"""Locust's web API, as a sweep drives it: live status, start or resize the swarm, stop it.
+
+The same calls work against the local master and, through `kubectl port-forward`, the chart's master; a URL with
+`user:password@` sends the web UI's basic-auth credentials (`locust.webAuth`).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+
+class LocustWebError(RuntimeError):
+    pass
+
+
+class LocustWeb:
+    def __init__(self, url: str):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise LocustWebError(f"Locust URL {url!r} is not like http://127.0.0.1:8089")
+        self.headers = {}
+        if parts.username:
+            credentials = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+            self.headers["Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
+        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        self.url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+    def _call(self, path: str, form: dict | None = None) -> dict:
+        data = urllib.parse.urlencode(form).encode() if form is not None else None
+        request = urllib.request.Request(f"{self.url}{path}", data=data, headers=self.headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as e:
+            hint = " (the web UI wants credentials: put them in the URL, http://user:password@host:port)" \
+                if e.code == 401 else ""
+            raise LocustWebError(f"Locust at {self.url} answered {path} with HTTP {e.code}{hint}") from None
+        except (OSError, ValueError) as e:
+            raise LocustWebError(f"Locust at {self.url} did not answer {path}: {e}") from None
+
+    def status(self) -> dict:
+        """The web UI's live JSON: state, user_count, current_rps, fail_ratio, percentiles, and workers on a master."""
+        return self._call("/stats/requests")
+
+    def swarm(self, users: int, spawn_rate: float) -> None:
+        """Start the swarm, or move a running one to `users` (Locust spreads them over the connected workers)."""
+        answer = self._call("/swarm", {"user_count": users, "spawn_rate": spawn_rate})
+        if not answer.get("success"):
+            raise LocustWebError(f"Locust refused to swarm {users} users: {answer.get('message')}")
+
+    def stop(self) -> None:
+        self._call("/stop")
+
+    def wait_workers(self, count: int, timeout_s: float) -> None:
+        """Wait until exactly `count` workers are connected and none is missing."""
+        deadline = time.monotonic() + timeout_s
+        seen: list = []
+        while time.monotonic() < deadline:
+            seen = [w["state"] for w in self.status().get("workers", [])]
+            if len(seen) == count and "missing" not in seen:
+                return
+            time.sleep(1)
+        raise LocustWebError(f"Locust at {self.url} has {len(seen)} worker(s) ({', '.join(seen) or 'none'}), "
+                             f"not the {count} expected, after {timeout_s:.0f} s")
+
+    def wait_users(self, users: int, timeout_s: float) -> None:
+        """Wait until the swarm runs `users` users (spawning is over)."""
+        deadline = time.monotonic() + timeout_s
+        status: dict = {}
+        while time.monotonic() < deadline:
+            status = self.status()
+            if status.get("state") == "running" and status.get("user_count") == users:
+                return
+            time.sleep(0.5)
+        raise LocustWebError(f"Locust did not reach {users} running users within {timeout_s:.0f} s "
+                             f"(state {status.get('state')}, {status.get('user_count')} users)")

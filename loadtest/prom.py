@@ -1,0 +1,75 @@
+"""Prometheus' HTTP query API, as a sweep reads it: instant queries at a given time, and the scrape interval."""
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import yaml
+
+DURATION = re.compile(r"(\d+)(ms|s|m|h)")
+UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+class PrometheusError(RuntimeError):
+    pass
+
+
+def duration_s(text: str) -> float:
+    """A Prometheus duration such as 15s, 1m30s or 500ms, in seconds."""
+    parts = DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise PrometheusError(f"{text!r} is not a Prometheus duration")
+    return sum(int(n) * UNIT_S[u] for n, u in parts)
+
+
+class Prometheus:
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+
+    def get(self, path: str, **params) -> dict:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=15) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as e:
+            try:
+                body = json.load(e)
+            except ValueError:
+                raise PrometheusError(f"Prometheus at {self.url} answered {path} with HTTP {e.code}") from None
+        except (OSError, ValueError) as e:
+            raise PrometheusError(f"Prometheus at {self.url} did not answer {path}: {e}") from None
+        if body.get("status") != "success":
+            raise PrometheusError(f"Prometheus refused {params.get('query', path)}: {body.get('error')}")
+        return body["data"]
+
+    def query(self, expr: str, at: float | None = None) -> list[dict]:
+        return self.get("/api/v1/query", query=expr, **({"time": f"{at:.3f}"} if at else {}))["result"]
+
+    def scalar(self, expr: str, at: float | None = None) -> float | None:
+        """The value of a query that returns one series (None when it returns none)."""
+        result = self.query(expr, at)
+        if len(result) > 1:
+            raise PrometheusError(f"{expr} returned {len(result)} series, not one")
+        return float(result[0]["value"][1]) if result else None
+
+    def values(self, expr: str, at: float | None = None) -> list[float]:
+        return [float(s["value"][1]) for s in self.query(expr, at)]
+
+    def scrape_interval_s(self) -> float:
+        config = yaml.safe_load(self.get("/api/v1/status/config")["yaml"])
+        return duration_s(config.get("global", {}).get("scrape_interval", "1m"))
+
+    def version(self) -> str:
+        return self.get("/api/v1/status/buildinfo").get("version", "unknown")
+
+    def wait_for(self, expr: str, timeout_s: float, what: str) -> None:
+        """Wait until `expr` returns a series; `what` names it in the error."""
+        deadline = time.monotonic() + timeout_s
+        while not self.query(expr):
+            if time.monotonic() > deadline:
+                raise PrometheusError(f"Prometheus at {self.url} has no {what} after {timeout_s:.0f} s ({expr})")
+            time.sleep(1)
