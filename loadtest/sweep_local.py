@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import locust
@@ -56,18 +57,24 @@ def find_tool(name: str) -> str:
     return found
 
 
-def prometheus_config(locust_metrics: int, target: str, target_metrics: str) -> dict:
-    def job(name: str, address: str, pod: str, role: str, path: str = "/metrics") -> dict:
-        labels = {"release": RELEASE, "namespace": RELEASE, "pod": pod, "loadtest_role": role}
-        return {"job_name": name, "metrics_path": path, "static_configs": [{"targets": [address], "labels": labels}]}
+@dataclass(frozen=True)
+class ScrapeJob:
+    name: str
+    url: str  # the metrics endpoint, http://host:port/path
+    pod: str
+    role: str  # loadtest_role: generator or target
 
-    host, _, path = target_metrics.removeprefix("http://").partition("/")
-    return {
-        "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
-        "rule_files": [str(rules.RULES_FILE)],
-        "scrape_configs": [job("locust", f"{targets.LOCAL_HOST}:{locust_metrics}", "locust-master", "generator"),
-                           job(target, host, target, "target", f"/{path}")],
-    }
+
+def prometheus_config(release: str, jobs: list[ScrapeJob]) -> dict:
+    """Scrape every second, evaluate the chart's rules, label every series as the chart's scrape configs do."""
+    def job(j: ScrapeJob) -> dict:
+        address, _, path = j.url.removeprefix("http://").partition("/")
+        labels = {"release": release, "namespace": release, "pod": j.pod, "loadtest_role": j.role}
+        return {"job_name": j.name, "metrics_path": f"/{path}",
+                "static_configs": [{"targets": [address], "labels": labels}]}
+
+    return {"global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+            "rule_files": [str(rules.RULES_FILE)], "scrape_configs": [job(j) for j in jobs]}
 
 
 class LocalDriver:
@@ -129,7 +136,10 @@ class LocalDriver:
 
         locust_metrics, master_port, web_port, prom_port = (targets.free_port() for _ in range(4))
         config = self.stack.runtime / "prometheus.yml"
-        config.write_text(yaml.safe_dump(prometheus_config(locust_metrics, self.target, target_metrics)))
+        config.write_text(yaml.safe_dump(prometheus_config(RELEASE, [
+            ScrapeJob("locust", f"http://{targets.LOCAL_HOST}:{locust_metrics}/metrics", "locust-master", "generator"),
+            ScrapeJob(self.target, target_metrics, self.target, "target"),
+        ])))
         prometheus = procs.start("prometheus", [
             find_tool("prometheus"), f"--config.file={config}",
             f"--storage.tsdb.path={self.stack.runtime / 'prometheus-data'}",

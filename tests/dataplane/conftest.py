@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import csv
+import errno
+import itertools
 import json
 import os
 import shutil
@@ -25,6 +27,9 @@ import pytest
 
 from loadtest import paths
 from loadtest.targets import stop
+
+sys.path.insert(0, str(paths.LOCUSTFILES))
+import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
 
 STARTUP_TIMEOUT_S = 15
 STOP_TIMEOUT_S = 10
@@ -305,3 +310,63 @@ def run_locust(tmp_path_factory):
         )
 
     return run
+
+
+class CpuQuotas:
+    """cgroups with a CFS quota on the cpu controller (cgroup v1 or v2), each holding the processes given to it."""
+
+    numbers = itertools.count()
+
+    def __init__(self):
+        usable = [(mount, version) for _, mount, version in loadtest_metrics.cgroup_cpu_dirs(Path("/proc/self"))
+                  if version == "v1" or "cpu" in self._controllers(mount)]
+        if os.geteuid() != 0 or not usable:
+            pytest.skip("CPU quotas need root and a cgroup cpu controller")
+        self.mount, self.version = usable[0]
+        self.created: list[Path] = []
+
+    @staticmethod
+    def _controllers(mount: Path) -> list[str]:
+        try:
+            return (mount / "cgroup.controllers").read_text().split()
+        except OSError:
+            return []
+
+    def limit(self, pids: list[int], cores: float) -> None:
+        group = self.mount / f"loadtest-test-{os.getpid()}-{next(self.numbers)}"
+        period = 100_000
+        try:
+            if self.version == "v2":
+                (self.mount / "cgroup.subtree_control").write_text("+cpu")
+            group.mkdir()
+            self.created.append(group)
+            if self.version == "v2":
+                (group / "cpu.max").write_text(f"{int(cores * period)} {period}")
+            else:
+                (group / "cpu.cfs_period_us").write_text(str(period))
+                (group / "cpu.cfs_quota_us").write_text(str(int(cores * period)))
+            for pid in pids:
+                (group / "cgroup.procs").write_text(str(pid))
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EBUSY):
+                raise
+            pytest.skip(f"cannot set a CPU quota in {self.mount} ({e})")
+
+    def remove(self) -> None:
+        """Remove the groups; a process that was just stopped may take a moment to leave its group."""
+        deadline = time.monotonic() + 10
+        for group in self.created:
+            while True:
+                try:
+                    group.rmdir()
+                    break
+                except OSError as e:
+                    if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def make_cpu_quotas():
+    """make_cpu_quotas(): a CpuQuotas (the test is skipped where quotas cannot be set); call its remove() after."""
+    return CpuQuotas

@@ -9,8 +9,6 @@ Quotas need root and a writable cgroup cpu controller (v1 or v2); without them t
 """
 from __future__ import annotations
 
-import errno
-import itertools
 import json
 import os
 import shutil
@@ -27,7 +25,7 @@ import psutil
 import pytest
 import yaml
 
-from loadtest import dashboards, paths, rules, targets, verdict
+from loadtest import dashboards, paths, prom, rules, sweep_local, targets, verdict
 
 sys.path.insert(0, str(paths.LOCUSTFILES))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
@@ -48,77 +46,7 @@ def tool(name: str) -> str:
     return found
 
 
-class CpuQuotas:
-    """cgroups with a CFS quota on the cpu controller (cgroup v1 or v2), each holding the processes given to it."""
-
-    numbers = itertools.count()
-
-    def __init__(self):
-        usable = [(mount, version) for _, mount, version in loadtest_metrics.cgroup_cpu_dirs(Path("/proc/self"))
-                  if version == "v1" or "cpu" in self._controllers(mount)]
-        if os.geteuid() != 0 or not usable:
-            pytest.skip("CPU quotas need root and a cgroup cpu controller")
-        self.mount, self.version = usable[0]
-        self.created: list[Path] = []
-
-    @staticmethod
-    def _controllers(mount: Path) -> list[str]:
-        try:
-            return (mount / "cgroup.controllers").read_text().split()
-        except OSError:
-            return []
-
-    def limit(self, pids: list[int], cores: float) -> None:
-        group = self.mount / f"loadtest-test-{os.getpid()}-{next(self.numbers)}"
-        period = 100_000
-        try:
-            if self.version == "v2":
-                (self.mount / "cgroup.subtree_control").write_text("+cpu")
-            group.mkdir()
-            self.created.append(group)
-            if self.version == "v2":
-                (group / "cpu.max").write_text(f"{int(cores * period)} {period}")
-            else:
-                (group / "cpu.cfs_period_us").write_text(str(period))
-                (group / "cpu.cfs_quota_us").write_text(str(int(cores * period)))
-            for pid in pids:
-                (group / "cgroup.procs").write_text(str(pid))
-        except OSError as e:
-            if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EBUSY):
-                raise
-            pytest.skip(f"cannot set a CPU quota in {self.mount} ({e})")
-
-    def remove(self) -> None:
-        """Remove the groups; a process that was just stopped may take a moment to leave its group."""
-        deadline = time.monotonic() + 10
-        for group in self.created:
-            while True:
-                try:
-                    group.rmdir()
-                    break
-                except OSError as e:
-                    if e.errno != errno.EBUSY or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
-
-
-class Prometheus:
-    def __init__(self, url: str):
-        self.url = url
-
-    def get(self, path: str, **params) -> dict:
-        query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        try:
-            with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=10) as response:
-                body = json.load(response)
-        except urllib.error.HTTPError as e:
-            body = json.load(e)
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def query(self, expr: str, at: float | None = None) -> list[dict]:
-        return self.get("/api/v1/query", query=expr, **({"time": at} if at else {}))["result"]
-
+class Prometheus(prom.Prometheus):
     def verdicts(self, at: float | None = None) -> list[str]:
         return [s["metric"]["verdict"] for s in self.query(f'loadtest:verdict{{release="{RELEASE}"}}', at)]
 
@@ -152,19 +80,12 @@ backend nginx
 
 
 def prometheus_config(ports: dict[str, int]) -> str:
-    def job(name, port, pod, role):
-        labels = {"release": RELEASE, "namespace": RELEASE, "pod": pod, "loadtest_role": role}
-        return {"job_name": name, "static_configs": [{"targets": [f"127.0.0.1:{port}"], "labels": labels}]}
-
-    return yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(rules.RULES_FILE)],
-        "scrape_configs": [
-            job("locust", ports["locust_metrics"], "locust-master", "generator"),
-            job("nginx", ports["nginx_exporter"], "nginx", "target"),
-            job("haproxy", ports["haproxy_exporter"], "haproxy", "target"),
-        ],
-    })
+    return yaml.safe_dump(sweep_local.prometheus_config(RELEASE, [
+        sweep_local.ScrapeJob("locust", f"http://127.0.0.1:{ports['locust_metrics']}/metrics", "locust-master",
+                              "generator"),
+        sweep_local.ScrapeJob("nginx", f"http://127.0.0.1:{ports['nginx_exporter']}/metrics", "nginx", "target"),
+        sweep_local.ScrapeJob("haproxy", f"http://127.0.0.1:{ports['haproxy_exporter']}/metrics", "haproxy", "target"),
+    ]))
 
 
 def wait_http(url: str, proc, procs: targets.Processes, name: str) -> None:
@@ -180,7 +101,7 @@ def wait_http(url: str, proc, procs: targets.Processes, name: str) -> None:
     pytest.fail(f"{name} did not answer {url} in {STARTUP_TIMEOUT_S} s:\n{procs.log_tail(name)}", pytrace=False)
 
 
-def start_data_plane(procs: targets.Processes, quotas: CpuQuotas, workdir: Path, *, workers: int, users: int,
+def start_data_plane(procs: targets.Processes, quotas, workdir: Path, *, workers: int, users: int,
                      worker_cpu: float | None = None, nginx_cpu: float | None = None) -> Prometheus:
     ports = {name: targets.free_port() for name in (
         "nginx", "nginx_exporter", "haproxy", "haproxy_exporter", "locust_master", "locust_metrics", "prometheus")}
@@ -245,10 +166,10 @@ def wait_for_verdict(prometheus: Prometheus, procs: targets.Processes, workers: 
 
 
 @pytest.fixture(scope="module")
-def starved_run(tmp_path_factory):
+def starved_run(tmp_path_factory, make_cpu_quotas):
     """Two workers limited to 0.1 CPU each, 20 users without think time."""
     workdir = tmp_path_factory.mktemp("starved")
-    quotas = CpuQuotas()
+    quotas = make_cpu_quotas()
     try:
         with targets.Processes(workdir) as procs:
             prometheus = start_data_plane(procs, quotas, workdir, workers=2, users=20, worker_cpu=0.1)
@@ -259,10 +180,10 @@ def starved_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def target_bound_run(tmp_path_factory):
+def target_bound_run(tmp_path_factory, make_cpu_quotas):
     """nginx limited to 0.05 CPU behind HAProxy; one unlimited worker."""
     workdir = tmp_path_factory.mktemp("target-bound")
-    quotas = CpuQuotas()
+    quotas = make_cpu_quotas()
     try:
         with targets.Processes(workdir) as procs:
             prometheus = start_data_plane(procs, quotas, workdir, workers=1, users=20, nginx_cpu=0.05)

@@ -1,0 +1,126 @@
+"""`loadtest sweep` on the local stack: real HAProxy, nginx, Locust master and workers, and Prometheus with the
+chart's rules, a few seconds per step.
+
+- A capped target: HAProxy accepts at most CAP new connections a second (haproxy.sessionRateLimit) and every
+  request opens one (http_close), so its capacity is known before the sweep starts. Users pace themselves (10 ms
+  between requests), so the first steps stay under the cap and the RPS rises; then it must stop at CAP while p95
+  grows, and the sweep must find the knee there, stop, and report numbers that are Prometheus' for its windows.
+- A starved generator: the one worker held to 0.1 CPU by a CFS quota. The sweep must stop at the first
+  generator-bound step and never call its RPS the target's capacity.
+"""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from loadtest import report, sweep, sweep_local
+
+CAP = 1500
+USERS = [4, 8, 16, 32, 64]  # ~72 RPS a user here: under the cap for 16 users, over it from 32
+WARMUP_S, HOLD_S = 10, 6
+
+
+def local_sweep(out, spec: sweep.Spec, lines: list[str], **stack):
+    return sweep_local.LocalDriver(out / "stack", spec=spec, progress=lines.append, **stack)
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory):
+    """The capped sweep, run once; yields (driver, sweep, report files, progress lines) while the stack still runs,
+    so tests can ask its Prometheus about the same windows."""
+    out = tmp_path_factory.mktemp("capped-sweep")
+    spec = sweep.Spec("users", USERS, warmup_s=WARMUP_S, hold_s=HOLD_S, users_per_worker=50, spawn_rate=0)
+    lines: list[str] = []
+    with local_sweep(out, spec, lines, scenario="http_close", target="haproxy", tls_mode=None, workers=1,
+                     wait_s=0.01, values={"haproxy.sessionRateLimit": str(CAP)}) as driver:
+        result = sweep.Sweeper(driver, spec, progress=lines.append).run()
+        yield driver, result, report.write(result, out), lines
+
+
+def test_the_knee_is_found_at_the_cap(capped):
+    _, result, _, lines = capped
+    knee = result.knee
+    rps = [r.step.rps for r in result.records]
+    assert knee.found and knee.generator_bound_at is None, (rps, lines)
+    # Under the cap the RPS rises with the users; from the cap on it stays there.
+    under = [r.step.rps for r in result.records if r.step.index < knee.capacity_step.index]
+    assert under == sorted(under) and under[-1] < 0.9 * CAP, rps
+    assert 0.95 * CAP <= knee.capacity_step.rps <= 1.05 * CAP, rps
+    assert 0.95 * CAP <= knee.knee_step.rps <= 1.05 * CAP, rps
+    assert knee.knee_step.p95_ms > 1.25 * knee.capacity_step.p95_ms
+    # It stops at the knee: no step after it.
+    assert result.records[-1].step == knee.knee_step
+    assert all(r.verdict != "generator-bound" and r.failures == 0 for r in result.records)
+
+
+def test_progress_says_step_rps_and_verdict(capped):
+    lines = capped[3]
+    assert any(line.startswith(f"step 1/{len(USERS)}: users 4") for line in lines)
+    assert any("measuring" in line and "RPS" in line for line in lines)
+    done = [line for line in lines if " done: " in line]
+    assert len(done) == len(capped[1].records) and all("healthy" in line for line in done)
+    assert lines[-1].startswith(f"stopping: knee at step {len(done)}")
+
+
+def test_report_numbers_are_prometheus_numbers_for_the_same_windows(capped):
+    driver, result, _, _ = capped
+    prometheus = driver.prometheus
+    for r in result.records:
+        def at(expr, t):
+            return prometheus.scalar(expr, t)
+
+        requests = at('sum(locust_requests_total{release="local"})', r.end) - \
+            at('sum(locust_requests_total{release="local"})', r.start)
+        assert r.requests == round(requests)
+        assert r.step.rps == pytest.approx(requests / (r.end - r.start), rel=1e-9)
+        window = f"{round((r.end - r.start) * 1000)}ms"
+        p95 = at(f'avg_over_time(locust_aggregated_response_time_seconds{{quantile="0.95"}}[{window}])', r.end)
+        assert r.step.p95_ms == round(1000 * p95, 1)
+        # HAProxy's own count of the requests its client frontend took, over the same span: another source.
+        served = at('sum(haproxy_frontend_http_requests_total{proxy="http"})', r.end) - \
+            at('sum(haproxy_frontend_http_requests_total{proxy="http"})', r.start)
+        assert served == pytest.approx(requests, rel=0.1), (r.step.index, served, requests)
+        assert r.end - r.start == pytest.approx(HOLD_S, abs=0.1)
+
+
+def test_report_files_agree_and_name_the_conditions(capped):
+    _, result, files, _ = capped
+    rows = list(csv.DictReader(files["csv"].open()))
+    data = json.loads(files["json"].read_text())
+    assert [float(row["rps"]) for row in rows] == [s["rps"] for s in data["steps"]] == \
+        [round(r.step.rps, 1) for r in result.records]
+    assert data["knee_step"] == len(rows) and data["capacity_step"] == len(rows) - 1
+    conditions = data["conditions"]
+    assert conditions["scenario"] == "http_close" and "haproxy" in conditions["target"]
+    assert conditions["chart values set"] == f"haproxy.sessionRateLimit={CAP}"
+    assert conditions["measured window per step"] == f"{HOLD_S} s" and "Locust 2." in conditions["versions"]
+    table = files["markdown"].read_text()
+    capacity = result.knee.capacity_step
+    assert f"| 1 | 32 | {capacity.rps:,.0f} | - |" in table and "| capacity |" in table and "| knee |" in table
+    assert files["html"].read_text().count("<svg") == 3
+
+
+def test_the_sweep_stops_when_the_generator_saturates(tmp_path, make_cpu_quotas):
+    spec = sweep.Spec("users", [10, 20, 40, 80], warmup_s=WARMUP_S, hold_s=HOLD_S, users_per_worker=50,
+                      spawn_rate=0)
+    lines: list[str] = []
+    quotas = make_cpu_quotas()
+    try:
+        with local_sweep(tmp_path, spec, lines, scenario="keepalive_1kb", target="backend", tls_mode=None,
+                         workers=1, wait_s=0, values={}) as driver:
+            quotas.limit([driver.stack.procs.procs["locust-worker-0"].pid], 0.1)
+            result = sweep.Sweeper(driver, spec, progress=lines.append).run()
+    finally:
+        quotas.remove()
+    # Locust's first CPU figure of a worker arrives ~20 s after it starts: the first step may still look healthy.
+    *before, last = result.records
+    assert last.step.generator_saturated and last.verdict == "generator-bound", lines
+    assert len(result.records) < len(spec.loads) and not any(r.step.generator_saturated for r in before)
+    assert result.knee.generator_bound_at == last.step
+    assert result.knee.capacity_step != last.step
+    assert lines[-1].startswith(f"stopping: the generator saturated at step {len(result.records)}")
+    files = report.write(result, tmp_path / "report")
+    assert "generator-bound: not the target's capacity" in files["markdown"].read_text()
+    assert f"The generator saturated at step {len(result.records)}" in files["markdown"].read_text()

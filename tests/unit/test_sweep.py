@@ -1,0 +1,65 @@
+"""The sweep's input checks and window arithmetic; the sweep itself runs in tests/dataplane/test_sweep.py."""
+import pytest
+
+from loadtest import cli, prom, sweep, sweep_local
+from loadtest.locustweb import LocustWeb, LocustWebError
+
+
+def run(capsys, *argv):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["sweep", *argv])
+    return exc.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--steps", "10,20"], "say where to sweep: --local"),
+    (["--local", "--release", "lt", "--steps", "10"], "say where to sweep"),
+    (["--local", "--steps", "10,ten"], "--steps '10,ten': whole numbers"),
+    (["--local", "--steps", "20,10"], "each step must be above the one before"),
+    (["--local", "--steps", "0,10"], "--steps: positive whole numbers"),
+    (["--local", "--steps", "10", "--warmup", "5s"], "--warmup 5s: at least 10s"),
+    (["--local", "--steps", "10", "--hold", "a while"], "run time 'a while'"),
+    (["--local", "--steps", "1,2", "--sweep", "target-cpus"], "target-cpus needs a cluster"),
+    (["--local", "--steps", "10", "--set", "haproxy.ports.http=80"], "sets addresses, ports and upstreams itself"),
+    (["--local", "--steps", "10", "--set", "haproxy.threads"], "KEY=VALUE"),
+    (["--local", "--steps", "10", "--scenario", "http_close", "--tls-mode", "edge"], "http_close is plain HTTP"),
+    (["--release", "lt", "--steps", "10"], "--release needs --prometheus URL and --locust URL"),
+])
+def test_bad_input_exits_2_naming_the_option(capsys, argv, message):
+    code, err = run(capsys, *argv)
+    assert code == 2 and message in err, err
+
+
+@pytest.mark.parametrize("hold, scrape, ok", [(6, 1, True), (180, 15, True), (30, 15, True), (20, 1, False),
+                                              (40, 15, False), (10, 5, False), (3, 0.5, True)])
+def test_the_window_holds_whole_worker_reports_and_scrapes(hold, scrape, ok):
+    if ok:
+        assert sweep.measured_window(hold, scrape) == hold
+    else:
+        with pytest.raises(sweep.SweepError, match=r"use a multiple of .* e\.g\. --hold"):
+            sweep.measured_window(hold, scrape)
+
+
+def test_users_of_a_step():
+    users = sweep.Spec("users", [5, 10], 10, 6, 50, 0)
+    workers = sweep.Spec("workers", [1, 2], 10, 6, 50, 0)
+    assert users.users(10, workers=3) == 10
+    assert workers.users(2, workers=2) == 100
+
+
+def test_set_values_parse():
+    assert sweep_local.parse_set(["haproxy.sessionRateLimit=2000", "haproxy.keepAlive=false"]) == {
+        "haproxy.sessionRateLimit": "2000", "haproxy.keepAlive": "false"}
+
+
+@pytest.mark.parametrize("text, seconds", [("15s", 15), ("1m30s", 90), ("500ms", 0.5), ("1h", 3600)])
+def test_prometheus_durations(text, seconds):
+    assert prom.duration_s(text) == seconds
+
+
+def test_locust_url_credentials_become_basic_auth():
+    web = LocustWeb("http://admin:s%40cret@127.0.0.1:8089/")
+    assert web.url == "http://127.0.0.1:8089"
+    assert web.headers == {"Authorization": "Basic YWRtaW46c0BjcmV0"}  # admin:s@cret
+    with pytest.raises(LocustWebError, match="not like http://"):
+        LocustWeb("127.0.0.1:8089")
