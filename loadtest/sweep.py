@@ -289,6 +289,9 @@ def cmd_sweep(args) -> int:
                 kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, progress=print)
     except (SweepError, ValueError) as e:
         raise UsageError(str(e)) from None
+    except sweep_cluster.ClusterError as e:
+        print(f"loadtest sweep: {e}", file=sys.stderr)
+        return 1
     try:
         with driver:
             sweep = Sweeper(driver, spec).run()

@@ -64,7 +64,13 @@ class ClusterDriver:
         return out.stdout
 
     def release_values(self) -> dict:
-        return json.loads(self.helm("get", "values", self.release, "--all", "-o", "json") or "{}")
+        try:
+            return json.loads(self.helm("get", "values", self.release, "--all", "-o", "json") or "{}")
+        except ClusterError as e:
+            if "not found" in str(e):
+                raise ClusterError(f"no release {self.release!r} in namespace {self.namespace}: install it first, "
+                                   f"or see `helm list -A`") from None
+            raise
 
     def current_target_cpus(self) -> int:
         section, key = TARGET_CPU_VALUE.get(self.target, ("backend", "workerProcesses"))

@@ -1,0 +1,63 @@
+"""A sweep's steps on a release: `helm upgrade --reuse-values --wait` against the real API server and scheduler.
+
+KWOK nodes run no containers, so there is no Locust or Prometheus to read here (the dataplane layer runs the sweep
+itself); this proves that a step changes what it says (worker replicas, the target's CPUs and its config), that the
+new pods are scheduled and running before the step goes on, and that the other values survive.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loadtest import localcluster, paths, profiles, sweep, sweep_cluster
+
+RELEASE = "lt"
+PROFILE = profiles.by_file("c5-xlarge.yaml")
+HAPROXY = ("--set", "haproxy.enabled=true", "--set", "locust.target=haproxy")
+
+
+def driver(cluster, namespace, kind: str) -> sweep_cluster.ClusterDriver:
+    spec = sweep.Spec(kind, [1, 2], warmup_s=15, hold_s=180, users_per_worker=50, spawn_rate=0)
+    return sweep_cluster.ClusterDriver(RELEASE, namespace, paths.CHART, None, None, spec=spec,
+                                       kubeconfig=cluster.kubeconfig, progress=lambda line: None)
+
+
+def deployment(cluster, namespace, component) -> dict:
+    return json.loads(cluster.kubectl("get", "deployment", "-n", namespace, "-o", "json", "-l",
+                                      f"app.kubernetes.io/component={component}"))["items"][0]
+
+
+def test_steps_upgrade_workers_and_target_cpus(cluster, node_group, namespace, helm):
+    node_group(PROFILE)
+    helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file), *HAPROXY,
+         "--set", "locust.worker.replicas=2", "--wait", "--timeout", "120s")
+    d = driver(cluster, namespace, "target-cpus")
+    assert (d.target, d.workers, d.target_cpus) == ("haproxy", 2, 1)
+    assert d.conditions()["node types"] == f"locust: {PROFILE.node_type}, haproxy: c5n.2xlarge"
+
+    d.set_target_cpus(2)
+    haproxy = deployment(cluster, namespace, "haproxy")
+    container = haproxy["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["cpu"] == "2"
+    config = json.loads(cluster.kubectl("get", "configmap", "-n", namespace, f"{RELEASE}-haproxy", "-o", "json"))
+    assert "    nbthread 2\n" in config["data"]["haproxy.cfg"]
+    assert haproxy["status"].get("updatedReplicas") == haproxy["status"].get("readyReplicas") == 1
+
+    d.upgrade({"locust.worker.replicas": 4})
+    workers = deployment(cluster, namespace, "locust-worker")
+    assert workers["spec"]["replicas"] == 4 and workers["status"].get("readyReplicas") == 4
+    localcluster.assert_all_running(cluster, namespace, f"app.kubernetes.io/instance={RELEASE}")
+    # --reuse-values: the earlier step and the install's values are still there.
+    assert d.values["haproxy"]["threads"] == 2 and d.values["locust"]["nodeType"] == PROFILE.node_type
+
+
+def test_a_target_cpu_sweep_needs_an_nginx_or_haproxy_target(cluster, node_group, namespace, helm):
+    node_group(PROFILE)
+    helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file),
+         "--wait", "--timeout", "120s")
+    with pytest.raises(sweep.SweepError, match="needs locust.target nginx or haproxy"):
+        driver(cluster, namespace, "target-cpus")
+    with pytest.raises(sweep_cluster.ClusterError, match="no release 'missing' in namespace"):
+        sweep_cluster.ClusterDriver("missing", namespace, paths.CHART, None, None,
+                                    spec=sweep.Spec("users", [1], 15, 180, 50, 0), kubeconfig=cluster.kubeconfig)
