@@ -324,6 +324,16 @@ def test_notes(helm, tmp_path):
     assert "get secret" not in text
 
 
+def test_notes_with_monitoring_show_grafana_and_the_sweep(helm, tmp_path):
+    assert "grafana" not in notes(helm, tmp_path / "off")
+    text = notes(helm, tmp_path / "on", "--set", "monitoring.enabled=true")
+    assert "kubectl -n loadtest port-forward svc/lt-grafana 3000:3000" in text
+    assert "get secret lt-grafana-admin -o jsonpath='{.data.admin-password}'" in text
+    assert "kubectl -n loadtest port-forward svc/lt-prometheus 9090:9090 &" in text
+    assert ("loadtest sweep --release lt --namespace loadtest --prometheus http://127.0.0.1:9090 "
+            "--locust http://127.0.0.1:8089 --sweep users --steps") in text
+
+
 def test_notes_web_auth_and_autostart(helm, tmp_path):
     text = notes(helm, tmp_path, *VARIANTS["web-auth"], *VARIANTS["autostart"])
     assert "kubectl -n loadtest get secret lt-locust-web-auth -o jsonpath='{.data.credentials}' | base64 -d" in text
