@@ -13,13 +13,13 @@ import shutil
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
 from . import locuststats, paths, targets, verdict
+from .locustweb import LocustWeb, LocustWebError
 from .targets import STARTUP_TIMEOUT_S, TLS_MODES, TargetError, free_port
 
 LOCUST_SCHEMA = paths.CHART / "charts" / "locust" / "values.schema.json"
@@ -90,15 +90,6 @@ class CpuMeter:
         return sum(self.samples) / len(self.samples) if self.samples else None
 
 
-def swarm_status(web: str) -> dict | None:
-    """Locust's own live view (the web UI's JSON): state, users, current RPS, failures, workers' CPU."""
-    try:
-        with urllib.request.urlopen(f"{web}/stats/requests", timeout=2) as r:
-            return json.load(r)
-    except (OSError, ValueError):
-        return None
-
-
 def scenario_file(scenario: str) -> Path:
     if scenario not in scenarios():
         raise LocalRunError(f"unknown scenario {scenario!r}; scenarios: {', '.join(scenarios())}")
@@ -128,7 +119,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     workdir.mkdir(parents=True, exist_ok=True)
     master_port, web_port = free_port(), free_port()
     locust = [sys.executable, "-m", "locust", "-f", str(locustfile)]
-    web = f"http://127.0.0.1:{web_port}"
+    web = LocustWeb(f"http://127.0.0.1:{web_port}")
     with targets.Stack(workdir) as stack:
         procs = stack.procs
         try:
@@ -160,7 +151,10 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             if time.monotonic() > deadline:
                 raise LocalRunError(f"the Locust master did not finish in time:\n{procs.log_tail('locust-master')}")
             time.sleep(1)
-            status = swarm_status(web)
+            try:
+                status = web.status()
+            except LocustWebError:
+                status = None
             running = bool(status) and status.get("state") == "running"
             # Measured here rather than taken from Locust's worker reports, which lag by up to 5 s.
             target_cpu = target_meter.sample(keep=running)
