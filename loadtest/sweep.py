@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from . import report, rules, verdict
+from . import paths, report, rules, verdict
 from .knee import Step
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus, PrometheusError
@@ -308,7 +308,7 @@ def cmd_sweep(args) -> int:
 
 
 def register(sub) -> None:
-    from . import local, planner, targets
+    from . import planner, targets
 
     p = sub.add_parser("sweep", help="raise the load step by step, find the knee, write a sizing report",
                        description=__doc__)
@@ -319,7 +319,7 @@ def register(sub) -> None:
     where.add_argument("--prometheus", help="the release's Prometheus, e.g. http://127.0.0.1:9090 (port-forward)")
     where.add_argument("--locust", help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward); "
                                         "http://user:password@… when locust.webAuth is on")
-    where.add_argument("--chart", default=str(local.paths.CHART), help="chart to upgrade with (default: this repo's)")
+    where.add_argument("--chart", default=str(paths.CHART), help="chart to upgrade with (default: this repo's)")
     where.add_argument("--kubeconfig", help="kubeconfig for helm (default: helm's own)")
     steps = p.add_argument_group("steps")
     steps.add_argument("--sweep", default="users", choices=list(KINDS),
