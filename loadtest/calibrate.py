@@ -4,6 +4,9 @@ One worker, enough users to keep it busy, a short run per scenario against the l
 worker's measured CPU (in cores) is the figure the planner multiplies by the worker count. A run where the worker
 did not reach the saturation threshold was limited by the target, so its figure is only a lower bound and is
 labelled so.
+
+`--from-sweep` takes the figure from a `loadtest sweep` report instead: on a release, that is the worker nodes' own
+CPUs doing the work, which is what the planner multiplies.
 """
 from __future__ import annotations
 
@@ -52,9 +55,66 @@ def measure(scenario: str, run_time_s: int, progress=print) -> dict:
     return figure
 
 
+class CalibrationError(ValueError):
+    pass
+
+
+def from_sweep(path: Path) -> tuple[str, dict]:
+    """(scenario, figure) from a sweep's report: the step where the workers were busiest, RPS over the cores all
+    workers used. A sweep on a release measures the worker nodes' own CPUs, as the planner wants."""
+    file = path / "sweep.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text())
+        conditions, steps = data["conditions"], data["steps"]
+    except (OSError, ValueError, KeyError) as e:
+        raise CalibrationError(f"--from-sweep {path}: not a sweep report ({e}); give the folder `loadtest sweep` "
+                               "wrote") from None
+    scenario = conditions.get("scenario")
+    if scenario not in planner.SCENARIOS:
+        raise CalibrationError(f"--from-sweep {path}: scenario {scenario!r} is not one the planner knows")
+    measured = [s for s in steps if s.get("worker_cpu_cores", 0) > 0 and s["requests"] > 0]
+    if not measured:
+        raise CalibrationError(f"--from-sweep {path}: no step has the workers' CPU measured")
+    best = max(measured, key=lambda s: s["worker_cpu_max"])
+    where = conditions.get("node types") if "local" not in conditions.get("node types", "local") \
+        else conditions.get("where", "this machine")
+    return scenario, {
+        "rps_per_core": round(best["rps"] / best["worker_cpu_cores"]),
+        "rps": best["rps"],
+        "worker_cpu": best["worker_cpu_cores"],
+        "failures": best["failures"],
+        "user_class": planner.user_class(scenario),
+        "lower_bound": best["worker_cpu_max"] < verdict.SATURATED_CPU * 0.9,
+        "source": f"sweep {file}, step {best['step']} ({where}, {conditions.get('date', 'undated')})",
+    }
+
+
+def cmd_from_sweep(args) -> int:
+    from .cli import UsageError
+
+    try:
+        scenario, figure = from_sweep(Path(args.from_sweep))
+    except CalibrationError as e:
+        raise UsageError(str(e)) from None
+    out = Path(args.output)
+    data = json.loads(out.read_text()) if out.exists() else {
+        "date": datetime.date.today().isoformat(), "locust_version": locust.__version__,
+        "cpu_model": "the workers of each scenario's source", "cores": None, "scenarios": {}}
+    data["scenarios"][scenario] = figure
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
+    bound = " (workers not saturated: a lower bound)" if figure["lower_bound"] else ""
+    print(f"{scenario}: {figure['rps']:,.0f} RPS on {figure['worker_cpu']:.2f} worker cores -> "
+          f"{figure['rps_per_core']:,} RPS per worker core{bound}, from {figure['source']}")
+    print(f"wrote {out}; `loadtest plan` uses it from now on")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     from .cli import UsageError
 
+    if args.from_sweep:
+        return cmd_from_sweep(args)
     unknown = [s for s in args.scenarios if s not in planner.SCENARIOS]
     if unknown:
         raise UsageError(f"unknown scenario(s) {', '.join(unknown)}; scenarios: {', '.join(planner.SCENARIOS)}")
@@ -85,5 +145,8 @@ def register(sub) -> None:
     p.add_argument("--scenarios", nargs="+", default=list(planner.SCENARIOS), metavar="SCENARIO",
                    help=f"scenarios to measure (default: all of {', '.join(planner.SCENARIOS)})")
     p.add_argument("--run-time", default="15s", help="run time per scenario (default 15s)")
+    p.add_argument("--from-sweep", metavar="REPORT",
+                   help="take the figure from a `loadtest sweep` report instead (its folder or sweep.json): a sweep "
+                        "on a release measures your worker nodes; updates that scenario in the file")
     p.add_argument("--output", default=str(planner.DEFAULT_CALIBRATION), help="calibration file to write")
     p.set_defaults(func=cmd_calibrate)

@@ -65,8 +65,9 @@ def load_calibration(path: Path | None = None) -> Calibration:
     # A figure measured with another user class than the scenario uses now would mis-size the workers.
     figures.update({name: m["rps_per_core"] for name, m in data["scenarios"].items()
                     if name in SCENARIOS and m.get("user_class", user_class(name)) == user_class(name)})
-    return Calibration(figures, f"calibration {path} ({data['date']}, Locust {data['locust_version']}, "
-                                f"{data['cpu_model']})")
+    source = f"calibration {path} ({data['date']}, Locust {data['locust_version']}, {data['cpu_model']})"
+    swept = [f"{name} from {m['source']}" for name, m in data["scenarios"].items() if m.get("source")]
+    return Calibration(figures, "; ".join([source, *swept]))
 
 
 @dataclass(frozen=True)

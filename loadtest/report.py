@@ -30,6 +30,7 @@ class StepRecord:
     users: int
     workers: int
     worker_cpu_max: float  # busiest worker, as a fraction of its core or limit
+    worker_cpu_cores: float  # CPU all workers used together, in cores
     target_cpus: int  # CPUs the target runs with (its worker processes or threads)
     target_cpu_cores: float | None  # cores it used
     verdict: str  # generator-bound, target-bound or healthy (loadtest.verdict)
@@ -52,8 +53,8 @@ def target_instance(cpus: float) -> catalog.InstanceType:
 
 
 COLUMNS = ("step", "load", "users", "workers", "rps", "p50_ms", "p95_ms", "p99_ms", "requests", "failures",
-           "failure_ratio", "worker_cpu_max", "target_cpus", "target_cpu_cores", "verdict", "generator_bound",
-           "window_start", "window_end")
+           "failure_ratio", "worker_cpu_max", "worker_cpu_cores", "target_cpus", "target_cpu_cores", "verdict",
+           "generator_bound", "window_start", "window_end")
 
 
 def rows(sweep: Sweep) -> list[dict]:
@@ -63,7 +64,8 @@ def rows(sweep: Sweep) -> list[dict]:
             "rps": round(r.step.rps, 1),
             "p50_ms": r.p50_ms, "p95_ms": r.step.p95_ms, "p99_ms": r.p99_ms, "requests": r.requests,
             "failures": r.failures, "failure_ratio": round(r.step.failure_ratio, 5),
-            "worker_cpu_max": round(r.worker_cpu_max, 3), "target_cpus": r.target_cpus,
+            "worker_cpu_max": round(r.worker_cpu_max, 3), "worker_cpu_cores": round(r.worker_cpu_cores, 3),
+            "target_cpus": r.target_cpus,
             "target_cpu_cores": None if r.target_cpu_cores is None else round(r.target_cpu_cores, 3),
             "verdict": r.verdict, "generator_bound": r.step.generator_saturated, "window_start": r.start, "window_end": r.end,
         }

@@ -150,6 +150,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         "p99_ms": 1000 * (quantiles["0.99"] or 0.0),
         "users": over(f"max(max_over_time(locust_users{{{sel}}}[{r}]))") or 0.0,
         "worker_cpu": prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", t_end),
+        "worker_cpu_cores": over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
         "worker_throttling": over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"),
         "target_cpu_ratio": over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
     }
@@ -230,7 +231,8 @@ class Sweeper:
         return report.StepRecord(
             step=step, start=f["start"], end=f["end"], p50_ms=round(f["p50_ms"], 1), p99_ms=round(f["p99_ms"], 1),
             requests=round(f["requests"]), failures=round(f["failures"]), users=round(f["users"]),
-            worker_cpu_max=max(f["worker_cpu"], default=0.0), target_cpu_cores=target_cores,
+            worker_cpu_max=max(f["worker_cpu"], default=0.0), worker_cpu_cores=f["worker_cpu_cores"],
+            target_cpu_cores=target_cores,
             target_cpus=d.target_cpus, workers=d.workers, verdict=v.kind)
 
     def watch(self, of: str, phase: str, seconds: int, sample: bool) -> None:

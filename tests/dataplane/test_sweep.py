@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from loadtest import report, sweep, sweep_local
+from loadtest import cli, planner, report, sweep, sweep_local
 
 CAP = 1500
 USERS = [4, 8, 16, 32, 64]  # ~72 RPS a user here: under the cap for 16 users, over it from 32
@@ -100,6 +100,20 @@ def test_report_files_agree_and_name_the_conditions(capped):
     capacity = result.knee.capacity_step
     assert f"| 1 | 32 | {capacity.rps:,.0f} | - |" in table and "| capacity |" in table and "| knee |" in table
     assert files["html"].read_text().count("<svg") == 3
+
+
+def test_a_sweep_calibrates_the_planner(capped, tmp_path, capsys):
+    files = capped[2]
+    out = tmp_path / "calibration.json"
+    assert cli.main(["calibrate", "--from-sweep", str(files["json"].parent), "--output", str(out)]) == 0
+    busiest = max(json.loads(files["json"].read_text())["steps"], key=lambda s: s["worker_cpu_max"])
+    figure = json.loads(out.read_text())["scenarios"]["http_close"]
+    assert figure["rps_per_core"] == round(busiest["rps"] / busiest["worker_cpu_cores"]) > busiest["rps"]
+    assert figure["lower_bound"]  # the worker never came near a full core: the target's cap held it back
+    calibration = planner.load_calibration(out)
+    assert calibration.rps_per_core["http_close"] == figure["rps_per_core"]
+    assert f"http_close from sweep {files['json']}, step {busiest['step']}" in calibration.source
+    assert "a lower bound" in capsys.readouterr().out
 
 
 def test_the_sweep_stops_when_the_generator_saturates(tmp_path, make_cpu_quotas):

@@ -11,7 +11,7 @@ def sweep(saturated_at=None, of="users", scenario="keepalive_1kb"):
     for i, (load, rps, p95, cpu) in enumerate([(1, 1000, 5, 0.4), (2, 1900, 5, 0.6), (4, 1950, 12, 0.7)]):
         s.records.append(report.StepRecord(
             Step(i, load, rps, p95, 0.0, i == saturated_at), start=100.0 * i, end=100.0 * i + 10, p50_ms=p95 / 2,
-            p99_ms=p95 * 2, requests=int(rps * 10), failures=0, users=10 * load, workers=2, worker_cpu_max=cpu,
+            p99_ms=p95 * 2, requests=int(rps * 10), failures=0, users=10 * load, workers=2, worker_cpu_max=cpu, worker_cpu_cores=2 * cpu,
             target_cpus=load if of == "target CPUs" else 1, target_cpu_cores=cpu,
             verdict="generator-bound" if i == saturated_at else "healthy"))
     return s

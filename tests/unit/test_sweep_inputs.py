@@ -1,7 +1,9 @@
 """The sweep's input checks and window arithmetic; the sweep itself runs in tests/dataplane/test_sweep.py."""
+import json
+
 import pytest
 
-from loadtest import cli, prom, sweep, sweep_local
+from loadtest import calibrate, cli, prom, sweep, sweep_local
 from loadtest.locustweb import LocustWeb, LocustWebError
 
 
@@ -63,3 +65,24 @@ def test_locust_url_credentials_become_basic_auth():
     assert web.headers == {"Authorization": "Basic YWRtaW46c0BjcmV0"}  # admin:s@cret
     with pytest.raises(LocustWebError, match="not like http://"):
         LocustWeb("127.0.0.1:8089")
+
+
+def test_calibration_from_a_sweep_takes_the_busiest_step(tmp_path):
+    step = {"requests": 100_000, "failures": 0}
+    (tmp_path / "sweep.json").write_text(json.dumps({
+        "conditions": {"scenario": "keepalive_1kb", "node types": "locust: c5.xlarge, haproxy: c5n.2xlarge",
+                       "date": "2026-11-22 08:00 UTC"},
+        "steps": [{**step, "step": 1, "rps": 30_000, "worker_cpu_max": 0.5, "worker_cpu_cores": 3.0},
+                  {**step, "step": 2, "rps": 100_000, "worker_cpu_max": 0.97, "worker_cpu_cores": 5.5}]}))
+    scenario, figure = calibrate.from_sweep(tmp_path)
+    assert scenario == "keepalive_1kb"
+    assert figure["rps_per_core"] == 18_182 and not figure["lower_bound"]
+    assert figure["source"] == f"sweep {tmp_path / 'sweep.json'}, step 2 (locust: c5.xlarge, haproxy: c5n.2xlarge, " \
+                               "2026-11-22 08:00 UTC)"
+
+
+def test_calibration_from_something_else_exits_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["calibrate", "--from-sweep", str(tmp_path), "--output", str(tmp_path / "c.json")])
+    assert exc.value.code == 2 and "not a sweep report" in capsys.readouterr().err
+    assert not (tmp_path / "c.json").exists()
