@@ -102,6 +102,21 @@ def test_report_files_agree_and_name_the_conditions(capped):
     assert files["html"].read_text().count("<svg") == 3
 
 
+def test_a_workers_sweep_adds_workers_and_spreads_the_users(tmp_path):
+    spec = sweep.Spec("workers", [1, 2], warmup_s=WARMUP_S, hold_s=HOLD_S, users_per_worker=4, spawn_rate=0)
+    lines: list[str] = []
+    with local_sweep(tmp_path, spec, lines, scenario="keepalive_1kb", target="haproxy", tls_mode=None, workers=1,
+                     wait_s=0.01, values={}) as driver:
+        result = sweep.Sweeper(driver, spec, progress=lines.append).run()
+        seen = [driver.prometheus.scalar('max_over_time(locust_workers{state="running"}[5s])', r.end)
+                for r in result.records]
+    assert [(r.workers, r.users) for r in result.records] == [(1, 4), (2, 8)], lines
+    assert seen == [1, 2]
+    one, two = (r.step.rps for r in result.records)
+    assert 1.6 * one < two < 2.4 * one  # paced users: twice the users, about twice the RPS
+    assert any("2 worker(s)" in line for line in lines)
+
+
 def test_a_sweep_calibrates_the_planner(capped, tmp_path, capsys):
     files = capped[2]
     out = tmp_path / "calibration.json"
