@@ -7,10 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import rules
+
 # RPS that grows by less than this share while the offered load grows is flat.
 FLAT_RPS_GAIN = 0.05
 # Latency that grows by more than this share between two steps is queueing, not noise.
 LATENCY_GROWTH = 0.25
+# A step failing more requests than this share is past the target's capacity, whatever its RPS (failures count in
+# it, and fast errors inflate it); the alerts' threshold.
+FAILURE_RATIO = rules.threshold("loadtest:failure_ratio:threshold")
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,7 @@ class Step:
 @dataclass(frozen=True)
 class Knee:
     capacity_step: Step | None  # the last step before the knee: the most the target gave with sane latency
-    knee_step: Step | None  # the first step where RPS stopped rising while latency grew
+    knee_step: Step | None  # the first step where RPS stopped rising while latency grew, or requests failed
     generator_bound_at: Step | None  # the first step where the generator saturated (the sweep stops there)
 
     @property
@@ -42,6 +47,10 @@ def is_knee(previous: Step, step: Step) -> bool:
     return rps_gain < FLAT_RPS_GAIN and latency_growth > LATENCY_GROWTH
 
 
+def failing(step: Step) -> bool:
+    return step.failure_ratio > FAILURE_RATIO
+
+
 def find_knee(steps: list[Step]) -> Knee:
     """Scan steps in order; stop at the first generator-saturated step, whose figures are the generator's."""
     capacity, generator_bound = None, None
@@ -49,8 +58,8 @@ def find_knee(steps: list[Step]) -> Knee:
         if step.generator_saturated:
             generator_bound = step
             break
-        if i and is_knee(steps[i - 1], step):
-            return Knee(capacity_step=steps[i - 1], knee_step=step, generator_bound_at=None)
+        if failing(step) or (i and is_knee(steps[i - 1], step)):
+            return Knee(capacity_step=steps[i - 1] if i else None, knee_step=step, generator_bound_at=None)
         if capacity is None or step.rps > capacity.rps:
             capacity = step
     return Knee(capacity_step=capacity, knee_step=None, generator_bound_at=generator_bound)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import catalog
-from .knee import Knee, Step, find_knee
+from .knee import Knee, Step, failing, find_knee
 
 # The target sizes NGINX's table maps CPU counts to: network-optimised c5n, the smallest with enough vCPUs.
 TARGET_FAMILY = "c5n"
@@ -81,9 +81,12 @@ def verdict_line(sweep: Sweep) -> str:
         return (f"The generator saturated at step {g.index + 1} ({sweep.sweep_of} {g.load:g}): the sweep stopped "
                 f"there and no step from then on measures the target{best}. Add workers before reading capacity.")
     if k.found:
-        c = k.capacity_step
-        return (f"Knee at step {k.knee_step.index + 1}: RPS stopped rising while p95 grew. Capacity: "
-                f"{c.rps:,.0f} RPS at {sweep.sweep_of} {c.load:g} (p95 {c.p95_ms:g} ms).")
+        c, n = k.capacity_step, k.knee_step
+        why = (f"{n.failure_ratio:.1%} of the requests failed" if failing(n)
+               else "RPS stopped rising while p95 grew")
+        capacity = (f"Capacity: {c.rps:,.0f} RPS at {sweep.sweep_of} {c.load:g} (p95 {c.p95_ms:g} ms)." if c
+                    else "No step below it to call the capacity: start the sweep lower.")
+        return f"Knee at step {n.index + 1}: {why}. {capacity}"
     if k.capacity_step:
         return (f"No knee within the sweep: RPS still rose at the last step ({k.capacity_step.rps:,.0f} RPS); "
                 "extend the sweep to find the limit.")
@@ -101,6 +104,7 @@ def sizing_table(sweep: Sweep) -> str:
         inst = target_instance(r.target_cpus)
         rps, tps = ("-", f"{r.step.rps:,.0f}") if tls else (f"{r.step.rps:,.0f}", "-")
         note = ("generator-bound: not the target's capacity" if r.step.generator_saturated
+                else f"knee: {r.step.failure_ratio:.1%} failed" if r.step == knee.knee_step and failing(r.step)
                 else "knee" if r.step == knee.knee_step else "capacity" if r.step == knee.capacity_step else "")
         lines.append(f"| {r.target_cpus:g} | {r.users:,} | {rps} | {tps} | {r.step.p95_ms:g} | {inst.name} | "
                      f"{inst.monthly_usd:,.0f} | {note} |")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from . import paths, report, rules, verdict
-from .knee import Step
+from .knee import Step, failing
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus, PrometheusError
 
@@ -189,7 +189,9 @@ class Sweeper:
                                   "measure the generator")
                     break
                 if knee.found:
-                    self.progress(f"stopping: knee at step {index + 1} (RPS stopped rising while p95 grew)")
+                    why = ("requests failed" if failing(knee.knee_step)
+                           else "RPS stopped rising while p95 grew")
+                    self.progress(f"stopping: knee at step {index + 1} ({why})")
                     break
         finally:
             try:

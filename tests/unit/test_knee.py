@@ -1,8 +1,9 @@
 from loadtest.knee import Step, find_knee
 
 
-def steps(*rows, saturated_at=None):
-    return [Step(i, load, rps, p95, 0.0, i == saturated_at) for i, (load, rps, p95) in enumerate(rows)]
+def steps(*rows, saturated_at=None, failing_at=None):
+    return [Step(i, load, rps, p95, 0.05 if i == failing_at else 0.0, i == saturated_at)
+            for i, (load, rps, p95) in enumerate(rows)]
 
 
 def test_knee_is_where_rps_flattens_and_latency_climbs():
@@ -33,3 +34,14 @@ def test_generator_saturation_stops_the_scan_and_never_counts_as_target_capacity
 def test_generator_saturated_from_the_first_step_leaves_no_capacity():
     k = find_knee(steps((10, 1000, 5), saturated_at=0))
     assert k.capacity_step is None and k.generator_bound_at.index == 0
+
+
+def test_failing_requests_are_the_knee_even_while_rps_rises():
+    """Fast errors raise the RPS; a step failing more than the alerts' 1 % is past the target's capacity."""
+    k = find_knee(steps((10, 1000, 5), (20, 2000, 5), (40, 5000, 4), failing_at=2))
+    assert k.found and k.knee_step.load == 40 and k.capacity_step.load == 20
+
+
+def test_failing_from_the_first_step_leaves_no_capacity():
+    k = find_knee(steps((10, 1000, 5), (20, 2000, 5), failing_at=0))
+    assert k.knee_step.index == 0 and k.capacity_step is None

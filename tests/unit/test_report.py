@@ -1,3 +1,4 @@
+import dataclasses
 import csv
 import json
 import xml.etree.ElementTree as ET
@@ -48,3 +49,12 @@ def test_sizing_table_maps_target_cpus_to_c5n_sizes_and_cost():
     assert "| 1 | 10 | - | 1,000 | 5 | c5n.large | " in table
     assert "| 2 | 20 | - | 1,900 | 5 | c5n.large | 79 | capacity |" in table
     assert "| 4 | 40 | - | 1,950 | 12 | c5n.xlarge | " in table and table.endswith("| knee |")
+
+
+def test_a_failing_step_is_the_knee_and_says_so():
+    s = sweep()
+    last = s.records[-1]
+    s.records[-1] = dataclasses.replace(last, step=dataclasses.replace(last.step, rps=2500, failure_ratio=0.2),
+                                        failures=int(last.requests * 0.2))
+    assert report.verdict_line(s).startswith("Knee at step 3: 20.0% of the requests failed. Capacity: 1,900 RPS")
+    assert report.sizing_table(s).endswith("| knee: 20.0% failed |")
