@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import psutil
 
 from loadtest import paths
+from loadtest.local import cpu_seconds, process_tree
 from loadtest.targets import stop
 
 TARGET_CPU, GENERATOR_CPU = 0, 1
@@ -156,17 +157,6 @@ def wait_until(condition, proc: subprocess.Popen, message: str) -> None:
         time.sleep(0.1)
 
 
-def cpu_seconds(proc: psutil.Process) -> float:
-    total = 0.0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            times = p.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
 def busy_seconds(cpu: int) -> float:
     """CPU time spent on one CPU by processes (and taken by the hypervisor). Interrupt time is left out: on loopback
     it is mostly the generator's own packets, accounted to no process."""
@@ -195,7 +185,7 @@ def measure(name: str, target: Target, connections: int, duration: float, workdi
     with open(workdir / f"{name}.log", "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        generator, nginx = psutil.Process(proc.pid), psutil.Process(target.proc.pid)
+        generator, nginx = process_tree(proc.pid), process_tree(target.proc.pid)
         first = target.requests()
         wait_until(lambda: (target.requests() or 0) > first + 1000, proc, f"{name} sent no requests; see {log.name}")
         time.sleep(WARMUP_S)

@@ -31,6 +31,7 @@ from pathlib import Path
 import psutil
 
 from loadtest import paths, targets
+from loadtest.local import cpu_seconds, process_tree
 
 WARMUP_S = 3.0
 STARTUP_TIMEOUT_S = 30
@@ -39,22 +40,6 @@ SCENARIOS = {  # scenario: (path, TLS, wrk's arguments for the same load, or Non
     "http_close": ("/1kb", False, ["-H", "Connection: close"]),
     "tls_handshake": ("/0kb", True, None),
 }
-
-
-def cpu_seconds(procs: list[psutil.Process]) -> float:
-    total = 0.0
-    for proc in procs:
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-def tree(pid: int) -> list[psutil.Process]:
-    root = psutil.Process(pid)
-    return [root, *root.children(recursive=True)]
 
 
 def busy_seconds() -> float:
@@ -129,7 +114,7 @@ def bench_generators(logs: Path, duration: float, connections: int) -> None:
     with targets.Stack(logs) as stack:
         backend = stack.backend(tls=True)
         count = lambda: stub_status_requests(backend.status_url)  # noqa: E731
-        ours = tree(backend.proc.pid)
+        ours = process_tree(backend.proc.pid)
         for scenario, (path, tls, wrk_args) in SCENARIOS.items():
             url = backend.url(tls)
             generators = {"locust": [
@@ -143,7 +128,7 @@ def bench_generators(logs: Path, duration: float, connections: int) -> None:
             for name, cmd in generators.items():
                 with generator(stack.procs, f"{scenario}-{name}", cmd) as proc:
                     wait_serving(count)
-                    gen = tree(proc.pid)
+                    gen = process_tree(proc.pid)
                     window = measure(count, gen, ours + gen, duration)
                 per_core[name] = window.per_core
                 print(f"{scenario:<16}{name:<10}{window.rps:>9,.0f}{window.measured_cpu / window.seconds:>7.2f}"
@@ -169,8 +154,9 @@ def bench_targets(logs: Path, duration: float, connections: int) -> None:
                 wrk = [paths.tool("wrk"), "-t2", f"-c{connections}", f"-d{run_s:.0f}s", server.http_url + "/1kb"]
                 with generator(stack.procs, "wrk", wrk) as proc:
                     wait_serving(count)
-                    measured = tree(server.proc.pid)
-                    window = measure(count, measured, measured + tree(backend.proc.pid) + tree(proc.pid), duration)
+                    measured = process_tree(server.proc.pid)
+                    window = measure(count, measured, measured + process_tree(backend.proc.pid) + process_tree(proc.pid),
+                                     duration)
                 print(f"{name:<10}{cpus:>5}{window.rps:>9,.0f}{window.measured_cpu / window.seconds:>14.2f}"
                       f"{window.per_core:>10,.0f}{window.other_cpu:>7.2f}", flush=True)
 

@@ -64,12 +64,29 @@ class Result:
         return verdict.judge(self.worker_cpu, self.target_cpu, self.target_cpus, self.host_cpu)
 
 
+def process_tree(pid: int) -> list[psutil.Process]:
+    """A process and its children (nginx's and HAProxy's workers, Locust's worker greenlets run in-process)."""
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+def cpu_seconds(procs: list[psutil.Process]) -> float:
+    """User + system CPU time the processes used so far; ones that have exited count nothing."""
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 class CpuMeter:
     """CPU of a process and its children, in cores, averaged over the samples taken while the swarm ran."""
 
     def __init__(self, pid: int):
-        root = psutil.Process(pid)
-        self.procs = [root, *root.children(recursive=True)]
+        self.procs = process_tree(pid)
         for p in self.procs:
             p.cpu_percent(None)
         self.samples: list[float] = []
