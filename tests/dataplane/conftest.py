@@ -352,6 +352,12 @@ class CpuQuotas:
                 raise
             pytest.skip(f"cannot set a CPU quota in {self.mount} ({e})")
 
+    def __enter__(self) -> CpuQuotas:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
     def remove(self) -> None:
         """Remove the groups; a process that was just stopped may take a moment to leave its group."""
         deadline = time.monotonic() + 10
@@ -368,5 +374,6 @@ class CpuQuotas:
 
 @pytest.fixture(scope="session")
 def make_cpu_quotas():
-    """make_cpu_quotas(): a CpuQuotas (the test is skipped where quotas cannot be set); call its remove() after."""
+    """`with make_cpu_quotas() as quotas:` CPU quotas, removed on exit (the test is skipped where they cannot be
+    set). Open it before the processes it limits, so they have stopped when their groups go."""
     return CpuQuotas

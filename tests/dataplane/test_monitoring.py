@@ -10,12 +10,9 @@ Quotas need root and a writable cgroup cpu controller (v1 or v2); without them t
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from base64 import b64encode
 from dataclasses import dataclass
@@ -26,6 +23,7 @@ import pytest
 import yaml
 
 from loadtest import dashboards, paths, prom, rules, sweep_local, targets, verdict
+from loadtest.sweep_local import find_tool
 
 sys.path.insert(0, str(paths.LOCUSTFILES))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
@@ -37,13 +35,6 @@ STARTUP_TIMEOUT_S = 20
 # master ~20 s after a worker starts. The verdict must appear well within this.
 VERDICT_TIMEOUT_S = 90
 LOCUST_RUN_TIME_S = VERDICT_TIMEOUT_S + 30
-
-
-def tool(name: str) -> str:
-    found = shutil.which(paths.tool(name)) or shutil.which(name, path="/usr/sbin:/usr/bin")
-    if not found:
-        pytest.fail(f"{name} not found: run scripts/setup", pytrace=False)
-    return found
 
 
 class Prometheus(prom.Prometheus):
@@ -88,19 +79,6 @@ def prometheus_config(ports: dict[str, int]) -> str:
     ]))
 
 
-def wait_http(url: str, proc, procs: targets.Processes, name: str) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{name} exited with {proc.returncode}:\n{procs.log_tail(name)}", pytrace=False)
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    pytest.fail(f"{name} did not answer {url} in {STARTUP_TIMEOUT_S} s:\n{procs.log_tail(name)}", pytrace=False)
-
-
 def start_data_plane(procs: targets.Processes, quotas, workdir: Path, *, workers: int, users: int,
                      worker_cpu: float | None = None, nginx_cpu: float | None = None) -> Prometheus:
     ports = {name: targets.free_port() for name in (
@@ -114,26 +92,26 @@ def start_data_plane(procs: targets.Processes, quotas, workdir: Path, *, workers
         (runtime / "html" / name).write_text(body)
     for folder in (workdir, runtime, runtime / "html"):  # nginx's workers run unprivileged
         folder.chmod(0o755)
-    nginx = procs.start("nginx", [tool("nginx"), "-p", f"{runtime}/", "-e", "stderr", "-c",
+    nginx = procs.start("nginx", [find_tool("nginx"), "-p", f"{runtime}/", "-e", "stderr", "-c",
                                   str(runtime / "nginx.conf"), "-g", "daemon off;"])
-    wait_http(f"http://127.0.0.1:{ports['nginx']}/healthz", nginx, procs, "nginx")
+    targets.wait_http(f"http://127.0.0.1:{ports['nginx']}/healthz", nginx, procs, "nginx")
     if nginx_cpu:
         quotas.limit([nginx.pid, *(c.pid for c in psutil.Process(nginx.pid).children())], nginx_cpu)
     exporter = procs.start("nginx-exporter", [
-        tool("nginx-prometheus-exporter"), f"--nginx.scrape-uri=http://127.0.0.1:{ports['nginx']}/stub_status",
+        find_tool("nginx-prometheus-exporter"), f"--nginx.scrape-uri=http://127.0.0.1:{ports['nginx']}/stub_status",
         f"--web.listen-address=127.0.0.1:{ports['nginx_exporter']}"])
-    wait_http(f"http://127.0.0.1:{ports['nginx_exporter']}/metrics", exporter, procs, "nginx-exporter")
+    targets.wait_http(f"http://127.0.0.1:{ports['nginx_exporter']}/metrics", exporter, procs, "nginx-exporter")
 
     (workdir / "haproxy.cfg").write_text(haproxy_config(ports["haproxy"], ports["haproxy_exporter"], ports["nginx"]))
-    haproxy = procs.start("haproxy", [tool("haproxy"), "-db", "-f", str(workdir / "haproxy.cfg")])
-    wait_http(f"http://127.0.0.1:{ports['haproxy_exporter']}/metrics", haproxy, procs, "haproxy")
+    haproxy = procs.start("haproxy", [find_tool("haproxy"), "-db", "-f", str(workdir / "haproxy.cfg")])
+    targets.wait_http(f"http://127.0.0.1:{ports['haproxy_exporter']}/metrics", haproxy, procs, "haproxy")
 
     (workdir / "prometheus.yml").write_text(prometheus_config(ports))
     prometheus = procs.start("prometheus", [
-        tool("prometheus"), f"--config.file={workdir / 'prometheus.yml'}",
+        find_tool("prometheus"), f"--config.file={workdir / 'prometheus.yml'}",
         f"--storage.tsdb.path={workdir / 'prometheus-data'}",
         f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
-    wait_http(f"http://127.0.0.1:{ports['prometheus']}/-/ready", prometheus, procs, "prometheus")
+    targets.wait_http(f"http://127.0.0.1:{ports['prometheus']}/-/ready", prometheus, procs, "prometheus")
 
     locust = [sys.executable, "-m", "locust", "-f", str(paths.LOCUSTFILES / "keepalive_1kb.py")]
     master = procs.start("locust-master", locust + [
@@ -142,7 +120,7 @@ def start_data_plane(procs: targets.Processes, quotas, workdir: Path, *, workers
         "--expect-workers-max-wait", str(STARTUP_TIMEOUT_S), "-u", str(users), "-r", str(users),
         "-t", f"{LOCUST_RUN_TIME_S}s", "--host", f"http://127.0.0.1:{ports['haproxy']}",
     ], env={loadtest_metrics.PORT_ENV: str(ports["locust_metrics"])})
-    wait_http(f"http://127.0.0.1:{ports['locust_metrics']}/metrics", master, procs, "locust-master")
+    targets.wait_http(f"http://127.0.0.1:{ports['locust_metrics']}/metrics", master, procs, "locust-master")
     for i in range(workers):
         worker = procs.start(f"locust-worker-{i}", locust + [
             "--worker", "--master-host", "127.0.0.1", "--master-port", str(ports["locust_master"])])
@@ -169,30 +147,22 @@ def wait_for_verdict(prometheus: Prometheus, procs: targets.Processes, workers: 
 def starved_run(tmp_path_factory, make_cpu_quotas):
     """Two workers limited to 0.1 CPU each, 20 users without think time."""
     workdir = tmp_path_factory.mktemp("starved")
-    quotas = make_cpu_quotas()
-    try:
-        with targets.Processes(workdir) as procs:
-            prometheus = start_data_plane(procs, quotas, workdir, workers=2, users=20, worker_cpu=0.1)
-            at = wait_for_verdict(prometheus, procs, 2, "generator-bound")
-            yield Run(prometheus, at)
-    finally:
-        quotas.remove()
+    with make_cpu_quotas() as quotas, targets.Processes(workdir) as procs:
+        prometheus = start_data_plane(procs, quotas, workdir, workers=2, users=20, worker_cpu=0.1)
+        at = wait_for_verdict(prometheus, procs, 2, "generator-bound")
+        yield Run(prometheus, at)
 
 
 @pytest.fixture(scope="module")
 def target_bound_run(tmp_path_factory, make_cpu_quotas):
     """nginx limited to 0.05 CPU behind HAProxy; one unlimited worker."""
     workdir = tmp_path_factory.mktemp("target-bound")
-    quotas = make_cpu_quotas()
-    try:
-        with targets.Processes(workdir) as procs:
-            prometheus = start_data_plane(procs, quotas, workdir, workers=1, users=20, nginx_cpu=0.05)
-            at = wait_for_verdict(prometheus, procs, 1)
-            # A few more evaluations, so a late generator-bound verdict would show.
-            time.sleep(5)
-            yield Run(prometheus, at), time.time()
-    finally:
-        quotas.remove()
+    with make_cpu_quotas() as quotas, targets.Processes(workdir) as procs:
+        prometheus = start_data_plane(procs, quotas, workdir, workers=1, users=20, nginx_cpu=0.05)
+        at = wait_for_verdict(prometheus, procs, 1)
+        # A few more evaluations, so a late generator-bound verdict would show.
+        time.sleep(5)
+        yield Run(prometheus, at), time.time()
 
 
 def test_prometheus_scrapes_the_master_nginx_and_haproxy(starved_run):
@@ -267,7 +237,7 @@ def test_web_ui_mode_serves_metrics_on_the_ui_behind_its_login_and_on_the_metric
             "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(master_port),
             "--web-host", "127.0.0.1", "--web-port", str(web), "--host", "http://127.0.0.1:9"],
             env={loadtest_metrics.PORT_ENV: str(metrics), "LOADTEST_WEB_AUTH": "admin:s3cret"})
-        wait_http(f"http://127.0.0.1:{metrics}/metrics", master, procs, "locust-master")
+        targets.wait_http(f"http://127.0.0.1:{metrics}/metrics", master, procs, "locust-master")
         procs.start("locust-worker", locust + ["--worker", "--master-host", "127.0.0.1",
                                                "--master-port", str(master_port)])
         with pytest.raises(urllib.error.HTTPError) as denied:

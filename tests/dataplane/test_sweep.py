@@ -135,14 +135,10 @@ def test_the_sweep_stops_when_the_generator_saturates(tmp_path, make_cpu_quotas)
     spec = sweep.Spec("users", [10, 20, 40, 80], warmup_s=WARMUP_S, hold_s=HOLD_S, users_per_worker=50,
                       spawn_rate=0)
     lines: list[str] = []
-    quotas = make_cpu_quotas()
-    try:
-        with local_sweep(tmp_path, spec, lines, scenario="keepalive_1kb", target="backend", tls_mode=None,
-                         workers=1, wait_s=0, values={}) as driver:
-            quotas.limit([driver.stack.procs.procs["locust-worker-0"].pid], 0.1)
-            result = sweep.Sweeper(driver, spec, progress=lines.append).run()
-    finally:
-        quotas.remove()
+    with make_cpu_quotas() as quotas, local_sweep(tmp_path, spec, lines, scenario="keepalive_1kb", target="backend",
+                                                  tls_mode=None, workers=1, wait_s=0, values={}) as driver:
+        quotas.limit([driver.stack.procs.procs["locust-worker-0"].pid], 0.1)
+        result = sweep.Sweeper(driver, spec, progress=lines.append).run()
     # Locust's first CPU figure of a worker arrives ~20 s after it starts: the first step may still look healthy.
     *before, last = result.records
     assert last.step.generator_saturated and last.verdict == "generator-bound", lines
