@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from . import paths, report, rules, verdict
+from . import paths, report, verdict
 from .knee import Step, failing
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus, PrometheusError
@@ -156,15 +156,6 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     }
 
 
-def judge(figures: dict, target_cpus: int, target_cores: float | None, host_cpu: float | None) -> verdict.Verdict:
-    throttling = figures["worker_throttling"]
-    limit = rules.threshold("loadtest:cpu_throttling:threshold")
-    if throttling is not None and throttling >= limit:
-        return verdict.Verdict(verdict.GENERATOR_BOUND, f"workers throttled in {throttling:.0%} of CFS periods "
-                                                        "(their CPU limit holds them back)")
-    return verdict.judge(figures["worker_cpu"], target_cores, target_cpus, host_cpu)
-
-
 class Sweeper:
     def __init__(self, driver: Driver, spec: Spec, progress=print):
         self.driver, self.spec, self.progress = driver, spec, progress
@@ -223,7 +214,7 @@ class Sweeper:
         target_cores = target_cores_local
         if f["target_cpu_ratio"] is not None:
             target_cores = f["target_cpu_ratio"] * d.target_cpus
-        v = judge(f, d.target_cpus, target_cores, host_cpu)
+        v = verdict.judge(f["worker_cpu"], target_cores, d.target_cpus, host_cpu, f["worker_throttling"])
         step = Step(index, load, f["rps"], round(f["p95_ms"], 1),
                     f["failures"] / f["requests"] if f["requests"] else 1.0, v.kind == verdict.GENERATOR_BOUND)
         self.progress(f"{of} done: {f['rps']:,.0f} RPS, p95 {f['p95_ms']:.1f} ms, failures {step.failure_ratio:.2%}, "

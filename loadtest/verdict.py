@@ -13,6 +13,8 @@ from . import rules
 # A worker at this share of its core (or of its CPU limit) is saturated; Locust itself warns at 90 %. The value is the
 # saturation rules' (the monitoring chart's), so this verdict, the dashboards' and the alerts' agree.
 SATURATED_CPU = rules.threshold("loadtest:cpu_saturation:threshold")
+# A worker throttled in this share of its CFS periods is held back by its CPU limit.
+THROTTLED = rules.threshold("loadtest:cpu_throttling:threshold")
 
 GENERATOR_BOUND = "generator-bound"
 TARGET_BOUND = "target-bound"
@@ -26,10 +28,14 @@ class Verdict:
 
 
 def judge(worker_cpu: list[float], target_cpu: float | None, target_cpus: float = 1.0,
-          host_cpu: float | None = None) -> Verdict:
+          host_cpu: float | None = None, worker_throttling: float | None = None) -> Verdict:
     """worker_cpu: mean CPU of each worker as a fraction of its core or limit; target_cpu: the target's mean CPU
     in cores, out of `target_cpus` (None when not measured); host_cpu: share of the machine's cores in use when
-    generator and target share one machine (the local stack)."""
+    generator and target share one machine (the local stack); worker_throttling: the most throttled worker's share
+    of throttled CFS periods (cAdvisor, in a cluster)."""
+    if worker_throttling is not None and worker_throttling >= THROTTLED:
+        return Verdict(GENERATOR_BOUND, f"workers throttled in {worker_throttling:.0%} of CFS periods: their CPU "
+                                        "limit holds them back; give each worker a whole core")
     if worker_cpu:
         busiest = max(worker_cpu)
         if busiest >= SATURATED_CPU:

@@ -26,3 +26,10 @@ def test_a_saturated_shared_machine_makes_the_result_generator_bound():
 
 def test_a_busy_target_wins_over_a_busy_shared_machine():
     assert verdict.judge([0.5], target_cpu=0.95, host_cpu=0.97).kind == verdict.TARGET_BOUND
+
+
+def test_throttled_workers_are_generator_bound_below_their_cpu_threshold():
+    """A worker held back by its CPU limit may read under 90 % of it and still be the ceiling (seed: 100m workers)."""
+    v = verdict.judge([0.6], target_cpu=0.3, worker_throttling=0.4)
+    assert v.kind == verdict.GENERATOR_BOUND and "throttled in 40%" in v.reason
+    assert verdict.judge([0.6], target_cpu=0.3, worker_throttling=0.1).kind == verdict.HEALTHY
