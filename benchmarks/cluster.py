@@ -18,9 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from loadtest import localcluster, paths, profiles
+from loadtest import paths, profiles
+from loadtest.runtime import cluster as localcluster
+from loadtest.runtime import tools
 
-INSTALL_TOOLS = paths.REPO / "scripts" / "install-cluster-tools"
+INSTALL_TOOLS = paths.HOME / "scripts" / "install-cluster-tools"
 INSTALL_PROFILE = "c5-4xlarge.yaml"
 MANY_NODES, MANY_PODS, MANY_PODS_NODE_TYPE = 100, 1000, "c5.4xlarge"
 
@@ -72,7 +74,7 @@ def bench_install(cluster: localcluster.Cluster) -> None:
            timed(lambda: localcluster.use_node_group(cluster, profile)))
     cluster.kubectl("create", "namespace", "bench-install")
     expected = profile.plan.replicas + 1 + 3  # workers, the master and the backend's 3 replicas
-    helm = [localcluster.helm_binary(), "--kubeconfig", str(cluster.kubeconfig)]
+    helm = [tools.find("helm"), "--kubeconfig", str(cluster.kubeconfig)]
 
     def install() -> None:
         subprocess.run([*helm, "install", "lt", str(paths.CHART), "-n", "bench-install",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,9 +24,10 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from loadtest import paths
-from loadtest.local import cpu_seconds, process_tree
-from loadtest.targets import stop
+from loadtest import paths, scenarios
+from loadtest.runtime.cpu import cpu_seconds, process_tree
+from loadtest.runtime.locust import command as locust_command
+from loadtest.runtime.processes import free_port, stop
 
 TARGET_CPU, GENERATOR_CPU = 0, 1
 STARTUP_TIMEOUT_S = 30
@@ -119,12 +119,6 @@ class Measurement:
         return self.rps / self.generator_cpu if self.generator_cpu else 0.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Target:
     """The local nginx every generator runs against, on its own CPU."""
 
@@ -165,18 +159,18 @@ def busy_seconds(cpu: int) -> float:
 
 
 def generator_command(name: str, url: str, connections: int, seconds: float, workdir: Path) -> list[str]:
-    locust = [sys.executable, "-m", "locust", "--headless", "-u", str(connections), "-r", str(connections),
-              "-t", f"{int(seconds)}s", "--host", url, "--only-summary", "-f"]
+    options = ["--headless", "-u", str(connections), "-r", str(connections), "-t", f"{int(seconds)}s", "--host", url,
+               "--only-summary"]
     if name == "wrk":
         return ["wrk", "-t", "1", "-c", str(connections), "-d", f"{int(seconds)}s", f"{url}/1kb"]
     if name.endswith("-loop"):
         return [sys.executable, __file__, "--raw-loop", name.removesuffix("-loop"), "--url", f"{url}/1kb",
                 "--connections", str(connections), "--duration", str(seconds)]
     if name == "LeanHttpUser":
-        return locust + [str(paths.LOCUSTFILES / "keepalive_1kb.py")]
+        return [*locust_command(scenarios.get("keepalive_1kb").locustfile), *options]
     locustfile = workdir / f"{name}.py"
     locustfile.write_text(FAST_HTTP_USER if name == "FastHttpUser" else HTTP_USER)
-    return locust + [str(locustfile)]
+    return [*locust_command(locustfile), *options]
 
 
 def measure(name: str, target: Target, connections: int, duration: float, workdir: Path) -> Measurement:

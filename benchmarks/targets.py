@@ -2,7 +2,7 @@
 
     ~/.cache/loadtest/venv/bin/python benchmarks/targets.py [--duration 8] [--connections 50]
 
-1. Generators. Each scenario loads the chart's payload backend (loadtest.targets), once with Locust (one standalone
+1. Generators. Each scenario loads the chart's payload backend (loadtest.runtime.stack), once with Locust (one standalone
    process: one core at most) and once with wrk (one thread), with the same number of connections and the same
    connection behaviour: keep-alive for keepalive_1kb, a new connection per request (`Connection: close`) for
    http_close, a new TLS connection per request for tls_handshake. The backend counts the requests (stub_status) over
@@ -30,8 +30,12 @@ from pathlib import Path
 
 import psutil
 
-from loadtest import paths, targets
-from loadtest.local import cpu_seconds, process_tree
+from loadtest import scenarios
+from loadtest.runtime import tools
+from loadtest.runtime.cpu import cpu_seconds, process_tree
+from loadtest.runtime.locust import command as locust_command
+from loadtest.runtime.processes import Processes, stop
+from loadtest.runtime.stack import Stack
 
 WARMUP_S = 3.0
 STARTUP_TIMEOUT_S = 30
@@ -89,13 +93,13 @@ def haproxy_forwarded(url: str) -> float:
 
 
 @contextmanager
-def generator(procs: targets.Processes, name: str, cmd: list[str]):
+def generator(procs: Processes, name: str, cmd: list[str]):
     """A generator process, started now and stopped when the block ends (its own time limit is a safety net)."""
     proc = procs.start(name, cmd)
     try:
         yield proc
     finally:
-        targets.stop(proc, STARTUP_TIMEOUT_S)
+        stop(proc, STARTUP_TIMEOUT_S)
 
 
 def wait_serving(count_requests) -> None:
@@ -111,18 +115,17 @@ def bench_generators(logs: Path, duration: float, connections: int) -> None:
           f"{duration:g} s after {WARMUP_S:g} s of warm-up")
     print(f"{'scenario':<16}{'generator':<10}{'RPS':>9}{'cores':>7}{'RPS/core':>10}{'other':>7}")
     run_s = WARMUP_S + duration + 5
-    with targets.Stack(logs) as stack:
+    with Stack(logs) as stack:
         backend = stack.backend(tls=True)
         count = lambda: stub_status_requests(backend.status_url)  # noqa: E731
         ours = process_tree(backend.proc.pid)
         for scenario, (path, tls, wrk_args) in SCENARIOS.items():
             url = backend.url(tls)
             generators = {"locust": [
-                sys.executable, "-m", "locust", "-f", str(paths.LOCUSTFILES / f"{scenario}.py"), "--headless",
-                "--only-summary", "-u", str(connections), "-r", str(connections), "-t", f"{run_s:.0f}s",
+                *locust_command(scenarios.get(scenario).locustfile), "--headless", "--only-summary", "-u", str(connections), "-r", str(connections), "-t", f"{run_s:.0f}s",
                 "--host", url, "--exit-code-on-error", "0"]}
             if wrk_args is not None:
-                generators["wrk"] = [paths.tool("wrk"), "-t1", f"-c{connections}", f"-d{run_s:.0f}s", *wrk_args,
+                generators["wrk"] = [tools.find("wrk"), "-t1", f"-c{connections}", f"-d{run_s:.0f}s", *wrk_args,
                                      url + path]
             per_core = {}
             for name, cmd in generators.items():
@@ -144,14 +147,14 @@ def bench_targets(logs: Path, duration: float, connections: int) -> None:
     run_s = WARMUP_S + duration + 5
     for name in ("nginx", "haproxy"):
         for cpus in (1, 2):
-            with targets.Stack(logs / f"{name}-{cpus}") as stack:
+            with Stack(logs / f"{name}-{cpus}") as stack:
                 backend = stack.backend()
                 server = stack.nginx(backend, cpus=cpus) if name == "nginx" else stack.haproxy(backend, cpus=cpus)
                 if name == "nginx":
                     count = lambda: stub_status_requests(server.status_url)  # noqa: E731
                 else:
                     count = lambda: haproxy_forwarded(server.status_url)  # noqa: E731
-                wrk = [paths.tool("wrk"), "-t2", f"-c{connections}", f"-d{run_s:.0f}s", server.http_url + "/1kb"]
+                wrk = [tools.find("wrk"), "-t2", f"-c{connections}", f"-d{run_s:.0f}s", server.http_url + "/1kb"]
                 with generator(stack.procs, "wrk", wrk) as proc:
                     wait_serving(count)
                     measured = process_tree(server.proc.pid)

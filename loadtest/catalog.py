@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import UsageError
+
 # Sources: EC2 instance type pages (vCPU, memory, network), amazon-vpc-cni-k8s eni-max-pods.txt (ENIs and IPv4
 # addresses per ENI), us-east-1 Linux on-demand prices. "Up to" bandwidth is a burst figure; the baseline is what a
 # sustained load test gets.
@@ -111,7 +113,7 @@ INSTANCES: dict[str, InstanceType] = {
 }
 
 
-class UnknownInstanceType(ValueError):
+class UnknownInstanceType(UsageError):
     pass
 
 

@@ -12,10 +12,8 @@ for a recording rule that file lacks fails the generation.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 from grafana_foundation_sdk.builders import dashboard, prometheus, stat, timeseries
@@ -32,7 +30,7 @@ from grafana_foundation_sdk.models.dashboard import (
 
 from . import paths, rules
 
-FOLDER = paths.CHART / "charts" / "monitoring" / "dashboards"
+FOLDER = paths.DASHBOARDS
 TAG = "loadtest"
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 # Series of the chart's Locust master, and of what the release scrapes.
@@ -326,28 +324,3 @@ def panel_queries(board: dict) -> list[tuple[str, str]]:
 def needs_cluster(expr: str) -> bool:
     """Whether an expression reads series only a cluster has (see CLUSTER_ONLY)."""
     return any(re.search(rf"\b{re.escape(prefix)}", expr) for prefix in CLUSTER_ONLY)
-
-
-def cmd_dashboards(args) -> int:
-    if args.check:
-        stale = stale_files()
-        for path in stale:
-            print(f"out of date: {path.relative_to(paths.REPO)}")
-        if stale:
-            print("run `loadtest dashboards` and commit the result", file=sys.stderr)
-            return 1
-        print(f"dashboards match loadtest/dashboards.py ({len(DASHBOARDS)} files)")
-        return 0
-    written = write()
-    for path in written:
-        print(f"wrote {path.relative_to(paths.REPO)}")
-    if not written:
-        print("dashboards already up to date")
-    return 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser("dashboards", help="regenerate the Grafana dashboards (JSON) from loadtest/dashboards.py",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--check", action="store_true", help="only report dashboards that differ (exit 1 if any)")
-    p.set_defaults(func=cmd_dashboards)

@@ -1,18 +1,58 @@
-"""Where the repository's parts are. The package runs from a checkout (installed editable by scripts/setup)."""
+"""Where loadtest finds its chart, values files and locustfiles, and where it caches what it builds.
+
+The first of these that holds `charts/loadtest/Chart.yaml` is loadtest's home:
+1. $LOADTEST_HOME, a checkout of the repository named explicitly;
+2. the checkout this package sits in (scripts/setup installs it editable, or it runs from the tree);
+3. the copy a wheel carries as package data (`pip install .` puts it under loadtest/data/).
+"""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-CHART = REPO / "charts" / "loadtest"
-VALUES = REPO / "values"
-LOCUSTFILES = REPO / "locustfiles"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "loadtest"
+from .errors import ResourcesNotFound
+
+HOME_ENV = "LOADTEST_HOME"
+CHART_FILE = Path("charts", "loadtest", "Chart.yaml")
+PACKAGE = Path(__file__).resolve().parent
+PACKAGE_DATA = PACKAGE / "data"
+
+
+def find_home() -> Path:
+    explicit = os.environ.get(HOME_ENV)
+    if explicit:
+        home = Path(explicit).expanduser().resolve()
+        if not (home / CHART_FILE).is_file():
+            raise ResourcesNotFound(f"{HOME_ENV}={explicit} holds no {CHART_FILE}: point it at a loadtest checkout, "
+                                    f"or unset it to use the chart installed with the package")
+        return home
+    for home in (PACKAGE.parent, PACKAGE_DATA):
+        if (home / CHART_FILE).is_file():
+            return home
+    raise ResourcesNotFound(f"no {CHART_FILE} in {PACKAGE.parent} or {PACKAGE_DATA}: reinstall loadtest "
+                            f"(pip install .) or set {HOME_ENV} to a checkout of the repository")
+
+
+HOME = find_home()
+# A checkout has the parts a wheel leaves out: README, tests, scripts.
+CHECKOUT = HOME if (HOME / "README.md").is_file() and (HOME / "scripts").is_dir() else None
+CHART = HOME / "charts" / "loadtest"
+VALUES = HOME / "values"
+LOCUSTFILES = CHART / "charts" / "locust" / "locustfiles"
+DASHBOARDS = CHART / "charts" / "monitoring" / "dashboards"
+RULES_FILE = CHART / "charts" / "monitoring" / "rules" / "loadtest.rules.yaml"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loadtest"
 BIN = CACHE / "bin"
 
 
-def tool(name: str) -> str:
-    """A tool installed by scripts/setup (cache bin first), else whatever PATH has."""
-    cached = BIN / name
-    return str(cached) if cached.exists() else name
+def checkout(what: str) -> Path:
+    """The repository checkout, for commands that rewrite its files; `what` names the command in the error."""
+    if CHECKOUT is None:
+        raise ResourcesNotFound(f"{what} rewrites files of a loadtest checkout, and {HOME} is an installed copy: "
+                                f"run it in a checkout, or set {HOME_ENV} to one")
+    return CHECKOUT
+
+
+def shown(path: Path) -> Path:
+    """A path as a message shows it: relative to loadtest's home when inside it."""
+    return path.relative_to(HOME) if path.is_relative_to(HOME) else path

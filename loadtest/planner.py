@@ -7,67 +7,18 @@ baseline bandwidth, not its "up to" burst figure.
 """
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
-from . import catalog, paths, reference, sizing
+from . import catalog, reference, scenarios, sizing
+from .calibration import Calibration, load_calibration
+from .errors import UsageError
+from .scenarios import Scenario
 
-DEFAULT_CALIBRATION = paths.CACHE / "calibration.json"
 MAX_NODES = 100
 
 
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    default_rps_per_core: float  # used without a calibration file
-    wire_bytes: int  # bytes on the wire per request, both directions, headers and TLS included
-    target_metric: str  # which published target figure applies: "rps" or "tls_tps"
-
-
-# Defaults: LeanHttpUser (the class these scenarios use) measured per core on the project's 2-core machine against
-# a local target (benchmarks/targets.py, 2026-11-22). Calibrate on your nodes before trusting a plan to the last
-# worker: `loadtest calibrate` there, or on a machine with the same CPU.
-SCENARIOS = {
-    s.name: s
-    for s in (
-        Scenario("keepalive_1kb", 16_000, 1_024 + 450, "rps"),
-        Scenario("http_close", 6_000, 1_024 + 450 + 400, "rps"),  # + TCP handshake and teardown segments
-        Scenario("tls_handshake", 800, 5_000, "tls_tps"),  # certificate chain and key exchange per request
-    )
-}
-
-
-def user_class(scenario: str) -> str:
-    """The Locust user class a scenario's locustfile declares in USER_CLASS."""
-    m = re.search(r'^USER_CLASS = "(\w+)"', (paths.LOCUSTFILES / f"{scenario}.py").read_text(), re.M)
-    return m.group(1) if m else "unknown"
-
-
-class PlanError(ValueError):
+class PlanError(UsageError):
     pass
-
-
-@dataclass(frozen=True)
-class Calibration:
-    rps_per_core: dict[str, float]
-    source: str  # where the figures come from, printed with every plan
-
-
-def load_calibration(path: Path | None = None) -> Calibration:
-    path = path or DEFAULT_CALIBRATION
-    if not path.exists():
-        return Calibration({n: s.default_rps_per_core for n, s in SCENARIOS.items()},
-                           "defaults (no calibration file: run `loadtest calibrate` for figures from your machine)")
-    data = json.loads(path.read_text())
-    figures = {n: s.default_rps_per_core for n, s in SCENARIOS.items()}
-    # A figure measured with another user class than the scenario uses now would mis-size the workers.
-    figures.update({name: m["rps_per_core"] for name, m in data["scenarios"].items()
-                    if name in SCENARIOS and m.get("user_class", user_class(name)) == user_class(name)})
-    source = f"calibration {path} ({data['date']}, Locust {data['locust_version']}, {data['cpu_model']})"
-    swept = [f"{name} from {m['source']}" for name, m in data["scenarios"].items() if m.get("source")]
-    return Calibration(figures, "; ".join([source, *swept]))
 
 
 @dataclass(frozen=True)
@@ -119,13 +70,14 @@ def plan(target_rps: float, scenario: str, node_types: list[str], headroom: floa
         raise PlanError(f"target RPS must be positive, got {target_rps:g}")
     if not 0 <= headroom < 5:
         raise PlanError(f"headroom is a fraction (0.3 = 30 %), got {headroom:g}")
-    if scenario not in SCENARIOS:
-        raise PlanError(f"unknown scenario {scenario!r}; scenarios: {', '.join(SCENARIOS)}")
+    if scenario not in scenarios.SCENARIOS:
+        raise PlanError(f"unknown scenario {scenario!r}; scenarios: {', '.join(scenarios.SCENARIOS)}")
+    chosen = scenarios.SCENARIOS[scenario]
     for name in node_types:
         catalog.get(name)  # unknown types are bad input, not "no fit"
     calibration = calibration or load_calibration()
     needed = target_rps * (1 + headroom)
-    fits = [cheapest_fit(n, needed, calibration.rps_per_core[scenario], SCENARIOS[scenario], max_nodes)
+    fits = [cheapest_fit(n, needed, calibration.rps_per_core[scenario], chosen, max_nodes)
             for n in node_types]
     options = [f for f in fits if isinstance(f, Option)]
     if not options:
@@ -135,7 +87,7 @@ def plan(target_rps: float, scenario: str, node_types: list[str], headroom: floa
 
 
 def target_suggestion(target_rps: float, scenario: str) -> str:
-    metric = SCENARIOS[scenario].target_metric
+    metric = scenarios.get(scenario).target_metric
     size = reference.nginx_cpus_for(target_rps, metric)
     what = "RPS (keep-alive, 1 KB)" if metric == "rps" else "TLS handshakes/s"
     if size is None:

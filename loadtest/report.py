@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import catalog
+from .scenarios import SCENARIOS
 from .knee import Knee, Step, failing, find_knee
 
 # The target sizes NGINX's table maps CPU counts to: network-optimised c5n, the smallest with enough vCPUs.
@@ -96,7 +97,8 @@ def verdict_line(sweep: Sweep) -> str:
 def sizing_table(sweep: Sweep) -> str:
     """NGINX's table shape: CPUs -> RPS or TLS TPS, with the instance type and monthly cost such a target needs;
     one row per step, the capacity and the knee named."""
-    tls = sweep.conditions.get("scenario") == "tls_handshake"
+    scenario = SCENARIOS.get(sweep.conditions.get("scenario", ""))
+    tls = scenario is not None and scenario.target_metric == "tls_tps"
     knee = sweep.knee
     lines = ["| CPUs | users | RPS | TLS TPS | p95 (ms) | instance type | monthly cost (USD) | note |",
              "|---|---|---|---|---|---|---|---|"]

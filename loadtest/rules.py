@@ -12,7 +12,7 @@ import yaml
 
 from . import paths
 
-RULES_FILE = paths.CHART / "charts" / "monitoring" / "rules" / "loadtest.rules.yaml"
+RULES_FILE = paths.RULES_FILE
 # A threshold is a recording rule of a constant: `expr: vector(0.9)`.
 CONSTANT = re.compile(r"vector\(\s*([0-9.]+)\s*\)")
 

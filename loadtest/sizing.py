@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from . import catalog
+from .errors import UsageError
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 
@@ -80,7 +81,7 @@ def master_for(workers: int) -> PodRequest:
     return MASTER_LARGE if workers > MASTER_LARGE_ABOVE_WORKERS else MASTER_SMALL
 
 
-class SizingError(ValueError):
+class SizingError(UsageError):
     pass
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from .errors import UsageError
+
 _CPU = re.compile(r"^(?:(\d+)m|(\d+(?:\.\d+)?))$")
 _MEM = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "M": 1e6 / 2**20, "G": 1e9 / 2**20}
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|M|G)$")
@@ -12,7 +14,7 @@ def parse_cpu_m(text: str | int | float) -> int:
     """'1000m', '1', '1.5' or 2 -> millicores."""
     m = _CPU.match(str(text).strip())
     if not m:
-        raise ValueError(f"CPU quantity {text!r} is not like '1000m' or '1.5'")
+        raise UsageError(f"CPU quantity {text!r} is not like '1000m' or '1.5'")
     return int(m.group(1)) if m.group(1) else round(float(m.group(2)) * 1000)
 
 
@@ -20,7 +22,7 @@ def parse_memory_mi(text: str) -> int:
     """'512Mi', '1Gi', '1G' -> MiB (rounded down)."""
     m = _MEMORY.match(str(text).strip())
     if not m:
-        raise ValueError(f"memory quantity {text!r} is not like '512Mi' or '1Gi'")
+        raise UsageError(f"memory quantity {text!r} is not like '512Mi' or '1Gi'")
     return int(float(m.group(1)) * _MEM[m.group(2)])
 
 
@@ -30,3 +32,13 @@ def cpu(millicores: int) -> str:
 
 def memory(mib: int) -> str:
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+
+
+def parse_duration_s(text: str, option: str = "--run-time") -> int:
+    """'20', '20s', '2m', '1h' -> whole seconds; `option` names the flag in the error."""
+    scale = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip()
+    try:
+        return int(t[:-1]) * scale[t[-1]] if t[-1] in scale else int(t)
+    except (ValueError, IndexError):
+        raise UsageError(f"{option}: run time {text!r} is not like 20, 20s, 2m") from None

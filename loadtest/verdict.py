@@ -58,3 +58,28 @@ def judge(worker_cpu: list[float], target_cpu: float | None, target_cpus: float 
             "cannot get more CPU; run generator and target on separate machines or nodes to measure the target",
         )
     return Verdict(HEALTHY, "neither the workers nor the target are saturated: raise users to find the limit")
+
+
+# What each verdict means for the reader, where the saturation rules gave it (a sweep reads loadtest:verdict).
+MEANING = {
+    GENERATOR_BOUND: "the RPS is the generator's ceiling, not the target's capacity; add workers or cores first",
+    TARGET_BOUND: "the target is at its CPU ceiling while the workers have headroom: this RPS is its capacity at "
+                  "this CPU count",
+    HEALTHY: "neither the workers nor the target are saturated: raise the load to find the limit",
+}
+
+
+def recorded(counts: dict[str, float], busiest_worker: float, target_cpu_ratio: float | None,
+             host_cpu: float | None) -> Verdict:
+    """The verdict the saturation rules recorded most often over a window (counts: loadtest:verdict evaluations per
+    verdict), explained with the window's figures. A tie goes to generator-bound: it hides the target."""
+    order = (GENERATOR_BOUND, TARGET_BOUND, HEALTHY)
+    kind = max(order, key=lambda k: (counts.get(k, 0), -order.index(k)))
+    total = sum(counts.values())
+    figures = [f"busiest worker {busiest_worker:.0%}"]
+    if target_cpu_ratio is not None:
+        figures.append(f"target {target_cpu_ratio:.0%} of its CPUs")
+    if host_cpu is not None:
+        figures.append(f"machine {host_cpu:.0%} busy")
+    return Verdict(kind, f"{MEANING[kind]} (rules: {counts.get(kind, 0) / total:.0%} of the window; "
+                         f"{', '.join(figures)})")

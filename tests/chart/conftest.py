@@ -1,8 +1,6 @@
 """Shared helpers of the chart tests: the tools, and each chart rendered once per set of values."""
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,9 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadtest import kubeschemas, paths
+import schemas
+from loadtest import paths
+from loadtest.runtime import tools
 
-REPO, CHART = paths.REPO, paths.CHART
+REPO, CHART = paths.HOME, paths.CHART
 LOCUST_CHART = CHART / "charts" / "locust"
 # Each values file (new ones are picked up as they are added), and None: the chart's defaults.
 VALUE_CASES = [None, *sorted(paths.VALUES.glob("*.yaml"))]
@@ -21,16 +21,12 @@ NAMESPACE = "loadtest"
 K8S_VERSION = "1.33"
 
 
-def find_tool(name: str, *extra_dirs: str) -> str:
-    """A tool from ${XDG_CACHE_HOME:-~/.cache}/loadtest/bin, else PATH; a missing tool fails the test."""
-    cache_bin = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loadtest" / "bin"
-    cached = cache_bin / name
-    if cached.is_file() and os.access(cached, os.X_OK):
-        return str(cached)
-    found = shutil.which(name) or (extra_dirs and shutil.which(name, path=os.pathsep.join(extra_dirs)))
-    if found:
-        return found
-    pytest.fail(f"{name} is not in {cache_bin} nor on PATH: run scripts/setup", pytrace=False)
+def find_tool(name: str) -> str:
+    """A tool scripts/setup installs (loadtest.runtime.tools looks it up); a missing tool fails the test."""
+    try:
+        return tools.find(name)
+    except tools.ToolMissing as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 @dataclass
@@ -101,12 +97,12 @@ def kubeconform() -> str:
 
 @pytest.fixture(scope="session")
 def nginx() -> str:
-    return find_tool("nginx", "/usr/sbin", "/usr/local/sbin")
+    return find_tool("nginx")
 
 
 @pytest.fixture(scope="session")
 def schema_location() -> str:
-    return kubeschemas.schema_location(K8S_VERSION)
+    return schemas.schema_location(K8S_VERSION)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 
 from loadtest import paths
 
-REPO, CHART = paths.REPO, paths.CHART
+REPO, CHART = paths.HOME, paths.CHART
 LOCUST_CHART = CHART / "charts" / "locust"
 SCHEMAS = sorted(CHART.rglob("values.schema.json"))
 VALUES_YAMLS = [REPO / "values.yaml", *sorted(CHART.rglob("values.yaml"))]
@@ -103,6 +103,6 @@ def test_node_type_enum_sits_where_the_generator_rewrites_it():
 
 
 def test_every_scenario_has_a_locustfile():
-    scenarios = json.loads((LOCUST_CHART / "values.schema.json").read_text())["properties"]["scenario"]["enum"]
+    scenarios = json.loads((LOCUST_CHART / "values.schema.json").read_text())["$defs"]["scenario"]["enum"]
     for scenario in scenarios:
         assert (LOCUST_CHART / "locustfiles" / f"{scenario}.py").is_file(), scenario

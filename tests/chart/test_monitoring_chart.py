@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import base64
 import re
-import shutil
 import subprocess
 
 import pytest
 import yaml
 from test_render import assert_restricted  # the chart layer's Pod Security Standard "restricted" check
 
-from loadtest import crdschemas, dashboards, paths, rules
+import schemas
+from loadtest import dashboards, paths, rules
+from loadtest.runtime import tools
 
 RELEASE = "lt"
 MONITORING = ("--set", "monitoring.enabled=true")
@@ -21,7 +22,7 @@ INGRESS_TARGET = ("--set", "monitoring.targets.pods[0].namespace=ingress",
                   "--set", r"monitoring.targets.pods[0].selector.app\.kubernetes\.io/name=ingress-nginx",
                   "--set", "monitoring.targets.pods[0].port=metrics")
 MODES = {"inChart": MONITORING, "operator": OPERATOR}
-PROMTOOL_TESTS = sorted((paths.REPO / "tests" / "promtool").glob("*.yaml"))
+PROMTOOL_TESTS = sorted((paths.HOME / "tests" / "promtool").glob("*.yaml"))
 MASTER = f"{RELEASE}-locust-master"
 PLUGIN_REQUIREMENTS = paths.CHART / "charts" / "locust" / "plugin-requirements.txt"
 
@@ -29,10 +30,7 @@ PLUGIN_REQUIREMENTS = paths.CHART / "charts" / "locust" / "plugin-requirements.t
 @pytest.fixture(scope="module")
 def promtool() -> str:
     """promtool of Debian's prometheus package (scripts/setup installs it)."""
-    found = shutil.which("promtool")
-    if not found:
-        pytest.fail("promtool is not on PATH: run scripts/setup", pytrace=False)
-    return found
+    return tools.find("promtool")
 
 
 def run(*argv: str) -> subprocess.CompletedProcess:
@@ -54,7 +52,7 @@ def test_rules_pass_their_promtool_unit_tests(promtool, tests):
 @pytest.fixture(scope="module")
 def crd_schema_location() -> str:
     try:
-        return crdschemas.schema_location()
+        return schemas.crd_schema_location()
     except FileNotFoundError as e:
         pytest.fail(str(e), pytrace=False)
 
@@ -251,8 +249,8 @@ def test_an_image_with_the_dependency_replaces_the_init_container(helm):
 
 
 def test_dockerfile_installs_the_same_pinned_requirements():
-    dockerfile = (paths.REPO / "docker" / "locust" / "Dockerfile").read_text()
-    assert f"COPY {PLUGIN_REQUIREMENTS.relative_to(paths.REPO)} " in dockerfile
+    dockerfile = (paths.HOME / "docker" / "locust" / "Dockerfile").read_text()
+    assert f"COPY {PLUGIN_REQUIREMENTS.relative_to(paths.HOME)} " in dockerfile
     assert "--require-hashes" in dockerfile
     locust_tag = yaml.safe_load((paths.CHART / "charts" / "locust" / "values.yaml").read_text())["image"]["tag"]
     assert re.search(rf"^FROM docker\.io/locustio/locust:{re.escape(locust_tag)}$", dockerfile, re.M)

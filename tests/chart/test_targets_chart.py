@@ -331,7 +331,7 @@ def locust_env(rendered, name: str) -> dict[str, str]:
      "https://lt-haproxy:443"),
     ((*NGINX_ON, "--set", "locust.target=nginx", "--set", "locust.host=https://nlb.example.com"),
      "https://nlb.example.com"),
-    (("--set", "locust.target=url", "--set", "locust.host=http://10.0.0.1:8080"), "http://10.0.0.1:8080"),
+    (("--set", "locust.target=url", "--set", "locust.host=http://198.18.0.1:8080"), "http://198.18.0.1:8080"),
 ])
 def test_locust_loads_the_chosen_target(helm, args, host):
     assert f"--host={host}" in locust_args(helm.render(None, *args))

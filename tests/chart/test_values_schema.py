@@ -62,7 +62,7 @@ GOOD = {
                    "--set", "locust.autostart.runTime=1h30m"],
     "fractional-spawn-rate": ["--set", "locust.mode=autostart", "--set", "locust.autostart.spawnRate=0.5"],
     "https-host-with-port-and-path": ["--set", "locust.host=https://ingress.example.com:8443/app"],
-    "external-target": ["--set", "backend.enabled=false", "--set", "locust.host=http://10.0.0.1"],
+    "external-target": ["--set", "backend.enabled=false", "--set", "locust.host=http://198.18.0.1"],
     "nothing-but-the-backend": ["--set", "locust.enabled=false"],
     "local-bind-address": ["--set", "backend.bindAddress=127.0.0.1:"],
     "tolerations": ["--set", "locust.worker.tolerations[0].key=dedicated",

@@ -1,4 +1,4 @@
-"""One local control plane with simulated EKS nodes for the whole session (loadtest/localcluster.py).
+"""One local control plane with simulated EKS nodes for the whole session (loadtest/runtime/cluster).
 
 It runs in a pytest temp dir, not in ~/.cache/loadtest/cluster, so a developer's own `loadtest cluster up` is left
 alone; pytest keeps the last runs' dirs, so the component logs are there after a failure.
@@ -12,14 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import localcluster, profiles
+from loadtest import profiles
+from loadtest.runtime import tools
+from loadtest.runtime.cluster import NODE_GROUP_LABEL, Cluster, use_node_group
 
 START_TIMEOUT_S = 60
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory) -> localcluster.Cluster:
-    cluster = localcluster.Cluster(tmp_path_factory.mktemp("cluster"))
+def cluster(tmp_path_factory) -> Cluster:
+    cluster = Cluster(tmp_path_factory.mktemp("cluster"))
     try:
         cluster.start(timeout=START_TIMEOUT_S)
         yield cluster
@@ -36,10 +38,10 @@ def node_group(cluster):
     def use(profile: profiles.Profile) -> list[str]:
         if current["file"] != profile.file:
             current["file"] = None  # if the switch fails half-way, the next test switches again
-            localcluster.use_node_group(cluster, profile)
+            use_node_group(cluster, profile)
             current["file"] = profile.file
-        return [n["metadata"]["name"] for n in
-                cluster.api_get("/api/v1/nodes", labelSelector=f"{localcluster.NODE_GROUP_LABEL}={Path(profile.file).stem}")["items"]]
+        selector = f"{NODE_GROUP_LABEL}={Path(profile.file).stem}"
+        return [n["metadata"]["name"] for n in cluster.api_get("/api/v1/nodes", labelSelector=selector)["items"]]
 
     return use
 
@@ -59,7 +61,7 @@ def namespace(cluster, request) -> str:
 @pytest.fixture(scope="session")
 def helm(cluster):
     """helm(*args): run helm against the cluster; a failure fails the test with helm's output."""
-    binary = localcluster.helm_binary()
+    binary = tools.find("helm")
 
     def run(*args: str, timeout: float = 180) -> str:
         result = subprocess.run([binary, "--kubeconfig", str(cluster.kubeconfig), *args],

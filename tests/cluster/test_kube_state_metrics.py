@@ -9,7 +9,6 @@ WorkersMissing pending. cAdvisor needs real kubelets (KWOK has none), so its pan
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -18,18 +17,13 @@ import urllib.request
 import pytest
 import yaml
 
-from loadtest import dashboards, localcluster, paths, profiles, rules
-from loadtest.targets import stop
+from loadtest import dashboards, paths, profiles, rules
+from loadtest.runtime.processes import free_port, stop
+from scheduling import wait_scheduling_settled
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")
 SCRAPE_TIMEOUT_S = 60
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def query(url: str, expr: str) -> list[dict]:
@@ -55,7 +49,7 @@ def capacity(cluster, node_group, helm, tmp_path_factory):
     replicas = PROFILE.plan.replicas + 1
     helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file),
          "--set", "monitoring.enabled=true", "--set", f"locust.worker.replicas={replicas}")
-    localcluster.wait_scheduling_settled(cluster, namespace, f"app.kubernetes.io/instance={RELEASE}")
+    wait_scheduling_settled(cluster, namespace, f"app.kubernetes.io/instance={RELEASE}")
 
     deployment = cluster.api_get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{RELEASE}-kube-state-metrics")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]

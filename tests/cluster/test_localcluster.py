@@ -4,7 +4,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from loadtest import cli, localcluster, paths, profiles, sizing
+from loadtest import commands, paths, profiles, sizing
+from loadtest.runtime.cluster import ADDON_LABEL, COMPONENTS, NODE_GROUP_LABEL, pods
+from scheduling import assert_all_running, wait_scheduling_settled
 from loadtest.units import parse_cpu_m, parse_memory_mi
 
 RELEASE = "lt"
@@ -16,7 +18,7 @@ PROFILE = profiles.by_file("c5-xlarge.yaml")
 def test_nodes_are_built_from_the_catalog(cluster, node_group):
     names = node_group(PROFILE)
     shape = PROFILE.shape
-    group = f"{localcluster.NODE_GROUP_LABEL}={PROFILE.file.removesuffix('.yaml')}"
+    group = f"{NODE_GROUP_LABEL}={PROFILE.file.removesuffix('.yaml')}"
     nodes = {n["metadata"]["name"]: n for n in cluster.api_get("/api/v1/nodes", labelSelector=group)["items"]}
     assert sorted(nodes) == sorted(names) and len(names) == PROFILE.nodes
     for i, name in enumerate(sorted(names)):
@@ -38,7 +40,7 @@ def test_nodes_are_built_from_the_catalog(cluster, node_group):
 
 def test_every_node_carries_the_daemonset_overhead_the_sizing_assumes(cluster, node_group):
     names = node_group(PROFILE)
-    system_pods = localcluster.pods(cluster, "kube-system", localcluster.ADDON_LABEL)
+    system_pods = pods(cluster, "kube-system", ADDON_LABEL)
     assert all(p["status"]["phase"] == "Running" for p in system_pods)
     for name in names:
         requested = sum(parse_cpu_m(c["resources"]["requests"]["cpu"])
@@ -72,12 +74,12 @@ def test_fit_check_names_pending_pods_and_the_scheduler_reason(oversize, cluster
     oversized.write_text(yaml.safe_dump(values))
 
     helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(oversized))
-    settled = localcluster.wait_scheduling_settled(cluster, namespace, RELEASE_SELECTOR)
+    settled = wait_scheduling_settled(cluster, namespace, RELEASE_SELECTOR)
     pending = [p["metadata"]["name"] for p in settled if p["status"].get("phase") != "Running"]
     assert pending
 
     with pytest.raises(AssertionError) as failure:
-        localcluster.assert_all_running(cluster, namespace, RELEASE_SELECTOR)
+        assert_all_running(cluster, namespace, RELEASE_SELECTOR)
     message = str(failure.value)
     assert f"{len(pending)} of {len(settled)} pods in namespace {namespace} are not Running" in message
     for name in pending:
@@ -88,14 +90,14 @@ def test_fit_check_names_pending_pods_and_the_scheduler_reason(oversize, cluster
 
 def test_cli_status_lists_components_and_nodes(cluster, node_group, capsys):
     names = node_group(PROFILE)
-    assert cli.main(["cluster", "status", "--state-dir", str(cluster.state_dir)]) == 0
+    assert commands.main(["cluster", "status", "--state-dir", str(cluster.state_dir)]) == 0
     out = capsys.readouterr().out
-    for component in localcluster.COMPONENTS:
+    for component in COMPONENTS:
         assert f"{component} " in out and "not running" not in out
     for name in names:
         assert name in out
 
 
 def test_cli_nodes_rejects_an_unknown_node_type(cluster, capsys):
-    assert cli.main(["cluster", "nodes", "c9.huge", "--state-dir", str(cluster.state_dir)]) == 2
+    assert commands.main(["cluster", "nodes", "c9.huge", "--state-dir", str(cluster.state_dir)]) == 2
     assert "unknown node type 'c9.huge'" in capsys.readouterr().err

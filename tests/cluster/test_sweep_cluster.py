@@ -10,7 +10,9 @@ import json
 
 import pytest
 
-from loadtest import localcluster, paths, profiles, sweep, sweep_cluster
+from loadtest import paths, profiles, sweep
+from loadtest.runtime import sweep_cluster
+from scheduling import assert_all_running
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")
@@ -47,7 +49,7 @@ def test_steps_upgrade_workers_and_target_cpus(cluster, node_group, namespace, h
     d.upgrade({"locust.worker.replicas": 4})
     workers = deployment(cluster, namespace, "locust-worker")
     assert workers["spec"]["replicas"] == 4 and workers["status"].get("readyReplicas") == 4
-    localcluster.assert_all_running(cluster, namespace, f"app.kubernetes.io/instance={RELEASE}")
+    assert_all_running(cluster, namespace, f"app.kubernetes.io/instance={RELEASE}")
     # --reuse-values: the earlier step and the install's values are still there.
     assert d.values["haproxy"]["threads"] == 2 and d.values["locust"]["nodeType"] == PROFILE.node_type
 

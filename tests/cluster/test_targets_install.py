@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import localcluster, paths, profiles
+from loadtest import paths, profiles
+from scheduling import assert_all_running
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")
@@ -24,7 +25,7 @@ def test_targets_run_restricted_and_off_the_generator_nodes(targets, cluster, no
     generator_nodes = set(node_group(PROFILE))
     helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file),
          *TARGET_SETS[targets], "--wait", "--timeout", "120s")
-    running = localcluster.assert_all_running(cluster, namespace, f"app.kubernetes.io/instance={RELEASE}")
+    running = assert_all_running(cluster, namespace, f"app.kubernetes.io/instance={RELEASE}")
     by_name = {}
     for pod in running:
         by_name.setdefault(pod["metadata"]["labels"]["app.kubernetes.io/name"], set()).add(pod["spec"]["nodeName"])

@@ -12,7 +12,9 @@ import time
 import pytest
 import yaml
 
-from loadtest import localcluster, paths, profiles
+from loadtest import paths, profiles
+from loadtest.runtime.cluster import pods
+from scheduling import assert_all_running, failed_scheduling_events, wait_scheduling_settled
 
 RELEASE = "lt"
 RELEASE_SELECTOR = f"app.kubernetes.io/instance={RELEASE}"
@@ -31,7 +33,7 @@ def wait_for_event(cluster, namespace: str, pod: str, text: str, timeout: float 
     """FailedScheduling messages for the pod once one contains text (events are recorded asynchronously)."""
     deadline = time.monotonic() + timeout
     while True:
-        messages = localcluster.failed_scheduling_events(cluster, namespace, pod)
+        messages = failed_scheduling_events(cluster, namespace, pod)
         if any(text in m for m in messages) or time.monotonic() > deadline:
             return messages
         time.sleep(0.2)
@@ -56,9 +58,9 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
 
     helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", values,
          "--wait", "--timeout", "120s")
-    running = localcluster.assert_all_running(cluster, namespace, RELEASE_SELECTOR)
-    assert len(localcluster.pods(cluster, namespace, WORKER_SELECTOR)) == planned
-    workers = localcluster.pods(cluster, namespace, WORKER_SELECTOR)
+    running = assert_all_running(cluster, namespace, RELEASE_SELECTOR)
+    assert len(pods(cluster, namespace, WORKER_SELECTOR)) == planned
+    workers = pods(cluster, namespace, WORKER_SELECTOR)
     assert {p["spec"]["nodeName"] for p in workers} <= set(nodes), "workers must run on the generator node group"
     if profile.target_node_type:
         others = [p for p in running if p["metadata"]["labels"].get("app.kubernetes.io/name") != "locust"]
@@ -68,16 +70,16 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
     # Tight, not lucky: one worker more than planned finds no node with the CPU for it.
     helm("upgrade", RELEASE, str(paths.CHART), "-n", namespace, "-f", values,
          "--set", f"locust.worker.replicas={planned + 1}")
-    settled = localcluster.wait_scheduling_settled(cluster, namespace, RELEASE_SELECTOR)
+    settled = wait_scheduling_settled(cluster, namespace, RELEASE_SELECTOR)
     pending = [p["metadata"]["name"] for p in settled if p["status"].get("phase") != "Running"]
     assert len(pending) == 1, f"expected exactly one Pending pod with {planned + 1} workers, got {pending}"
-    assert pending[0] in {p["metadata"]["name"] for p in localcluster.pods(cluster, namespace, WORKER_SELECTOR)}
+    assert pending[0] in {p["metadata"]["name"] for p in pods(cluster, namespace, WORKER_SELECTOR)}
     messages = wait_for_event(cluster, namespace, pending[0], "Insufficient cpu")
     assert any("Insufficient cpu" in m for m in messages), f"FailedScheduling events of {pending[0]}: {messages}"
 
     helm("rollback", RELEASE, "-n", namespace, "--wait", "--timeout", "60s")
-    localcluster.assert_all_running(cluster, namespace, RELEASE_SELECTOR)
-    assert len(localcluster.pods(cluster, namespace, WORKER_SELECTOR)) == planned
+    assert_all_running(cluster, namespace, RELEASE_SELECTOR)
+    assert len(pods(cluster, namespace, WORKER_SELECTOR)) == planned
 
     helm("test", RELEASE, "-n", namespace, "--timeout", "60s")
 

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,13 +25,11 @@ from pathlib import Path
 import pytest
 
 from loadtest import paths
-from loadtest.targets import stop
+from loadtest.runtime.locust import Locust
+from loadtest.runtime.processes import STARTUP_TIMEOUT_S, STOP_TIMEOUT_S, Processes, free_port, stop
 
 sys.path.insert(0, str(paths.LOCUSTFILES))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
-
-STARTUP_TIMEOUT_S = 15
-STOP_TIMEOUT_S = 10
 
 # One process (master_process off), so that killing the target is one signal to one PID; it keeps the user that
 # started it, so it reads the files under pytest's private temporary folders. /500 answers 500, /close closes the
@@ -70,12 +67,6 @@ http {{
 """
 TLS_LISTEN = "listen 127.0.0.1:{tls_port} ssl; ssl_certificate {cert}; ssl_certificate_key {key};"
 PAYLOAD_1KB = b"x" * 1023 + b"\n"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -246,10 +237,6 @@ def _read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def _logs(folder: Path) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in sorted(folder.glob("*.log")))
-
-
 @pytest.fixture(scope="session")
 def run_locust(tmp_path_factory):
     """A function that runs Locust headless to its end and returns its final stats; it stops every process it
@@ -265,48 +252,34 @@ def run_locust(tmp_path_factory):
         folder = tmp_path_factory.mktemp("locust")
         files = locustfiles if isinstance(locustfiles, list) else [locustfiles]
         (folder / "final_stats.py").write_text(FINAL_STATS_LOCUSTFILE)
-        base = [sys.executable, "-m", "locust", "-f", ",".join(str(f) for f in [*files, folder / "final_stats.py"])]
-        env = {**os.environ, "LOADTEST_TEST_FINAL_STATS": str(folder / "final_stats.json"), **(env or {})}
-        common = ["--headless", "--csv", str(folder / "run"), "--only-summary", "--exit-code-on-error", "0", *args]
-        started: list[subprocess.Popen] = []
-
-        def start(name: str, cmd: list[str]) -> subprocess.Popen:
-            log = open(folder / f"{name}.log", "wb")
-            started.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            env=env, cwd=folder))
-            log.close()
-            return started[-1]
-
-        try:
+        env = {"LOADTEST_TEST_FINAL_STATS": str(folder / "final_stats.json"), **(env or {})}
+        common = ["--csv", str(folder / "run"), "--only-summary", "--exit-code-on-error", "0", *args]
+        with Processes(folder) as procs:
+            locust = Locust(procs, [*files, folder / "final_stats.py"], env=env, cwd=folder)
             if workers:
-                master_port = str(free_port())
-                main = start("master", base + [
-                    "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", master_port,
-                    "--expect-workers", str(workers), "--expect-workers-max-wait", str(STARTUP_TIMEOUT_S), *common])
-                for i in range(workers):
-                    start(f"worker{i}", base + ["--worker", "--master-host", "127.0.0.1", "--master-port", master_port])
+                main = locust.start_master(*common, web=False, expect_workers=workers,
+                                           expect_workers_wait_s=STARTUP_TIMEOUT_S)
+                locust.start_workers(workers)
             else:
-                main = start("standalone", base + common)
+                main = locust.start_standalone(*common)
             if while_running is not None:
                 while_running(main)
             try:
                 main.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                pytest.fail(f"Locust did not finish within {timeout} s:\n{_logs(folder)[-3000:]}")
-            for worker in started[1:]:  # workers quit after the master
+                pytest.fail(f"Locust did not finish within {timeout} s:\n{procs.logs_text()[-3000:]}")
+            for worker in locust.workers:  # workers quit after the master
                 worker.wait(timeout=STOP_TIMEOUT_S)
-        finally:
-            for proc in started:
-                stop(proc)
+            log = procs.logs_text()
         final_stats = folder / "final_stats.json"
         if not final_stats.exists():
-            pytest.fail(f"Locust exited with {main.returncode} without final stats:\n{_logs(folder)[-3000:]}")
+            pytest.fail(f"Locust exited with {main.returncode} without final stats:\n{log[-3000:]}")
         stats = json.loads(final_stats.read_text())
         return LocustResult(
             returncode=main.returncode, requests=stats["requests"], error_rows=stats["errors"],
             exceptions=stats["exceptions"],
             history=[row for row in _read_csv(folder / "run_stats_history.csv") if row["Name"] == "Aggregated"],
-            log=_logs(folder),
+            log=log,
         )
 
     return run

@@ -3,23 +3,23 @@ import json
 
 import pytest
 
-from loadtest import cli, planner
+from loadtest import calibration, commands
 
 
 def test_calibration_measures_a_worker_core_and_feeds_the_planner(tmp_path, capsys):
     out = tmp_path / "calibration.json"
-    code = cli.main(["calibrate", "--scenarios", "keepalive_1kb", "--run-time", "5s", "--output", str(out)])
+    code = commands.main(["calibrate", "--scenarios", "keepalive_1kb", "--run-time", "5s", "--output", str(out)])
     assert code == 0, capsys.readouterr()
     figure = json.loads(out.read_text())["scenarios"]["keepalive_1kb"]
     assert figure["rps_per_core"] > 0 and figure["failures"] == 0
     assert figure["user_class"] == "LeanHttpUser"
-    calibration = planner.load_calibration(out)
-    assert calibration.rps_per_core["keepalive_1kb"] == figure["rps_per_core"]
-    assert "calibration" in calibration.source and "Locust 2.47.0" in calibration.source
+    loaded = calibration.load_calibration(out)
+    assert loaded.rps_per_core["keepalive_1kb"] == figure["rps_per_core"]
+    assert "calibration" in loaded.source and "Locust 2.47.0" in loaded.source
 
 
 def test_calibrate_refuses_an_unknown_scenario(capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["calibrate", "--scenarios", "nope"])
+        commands.main(["calibrate", "--scenarios", "nope"])
     assert exc.value.code == 2
     assert "unknown scenario(s) nope" in capsys.readouterr().err

@@ -22,8 +22,11 @@ import psutil
 import pytest
 import yaml
 
-from loadtest import dashboards, paths, prom, rules, sweep_local, targets, verdict
-from loadtest.sweep_local import find_tool
+from loadtest import dashboards, paths, rules, scenarios, targets, verdict
+from loadtest.runtime import prom, stack, sweep_local
+from loadtest.runtime.locust import MASTER, Locust
+from loadtest.runtime.processes import Processes, free_port
+from loadtest.runtime.tools import find as find_tool
 
 sys.path.insert(0, str(paths.LOCUSTFILES))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
@@ -79,14 +82,14 @@ def prometheus_config(ports: dict[str, int]) -> str:
     ]))
 
 
-def start_data_plane(procs: targets.Processes, quotas, workdir: Path, *, workers: int, users: int,
+def start_data_plane(procs: Processes, quotas, workdir: Path, *, workers: int, users: int,
                      worker_cpu: float | None = None, nginx_cpu: float | None = None) -> Prometheus:
-    ports = {name: targets.free_port() for name in (
-        "nginx", "nginx_exporter", "haproxy", "haproxy_exporter", "locust_master", "locust_metrics", "prometheus")}
+    ports = {name: free_port() for name in (
+        "nginx", "nginx_exporter", "haproxy", "haproxy_exporter", "locust_metrics", "prometheus")}
 
     runtime = workdir / "nginx"
     (runtime / "html").mkdir(parents=True)
-    files = targets.render(targets.TEMPLATES["backend"], {"backend.bindAddress": "127.0.0.1:", "backend.port": ports["nginx"]})
+    files = stack.render(targets.get("backend").config_template, {"backend.bindAddress": "127.0.0.1:", "backend.port": ports["nginx"]})
     (runtime / "nginx.conf").write_text(files.pop("nginx.conf"))
     for name, body in files.items():
         (runtime / "html" / name).write_text(body)
@@ -94,42 +97,38 @@ def start_data_plane(procs: targets.Processes, quotas, workdir: Path, *, workers
         folder.chmod(0o755)
     nginx = procs.start("nginx", [find_tool("nginx"), "-p", f"{runtime}/", "-e", "stderr", "-c",
                                   str(runtime / "nginx.conf"), "-g", "daemon off;"])
-    targets.wait_http(f"http://127.0.0.1:{ports['nginx']}/healthz", nginx, procs, "nginx")
+    procs.wait_http("nginx", f"http://127.0.0.1:{ports['nginx']}/healthz")
     if nginx_cpu:
         quotas.limit([nginx.pid, *(c.pid for c in psutil.Process(nginx.pid).children())], nginx_cpu)
-    exporter = procs.start("nginx-exporter", [
+    procs.start("nginx-exporter", [
         find_tool("nginx-prometheus-exporter"), f"--nginx.scrape-uri=http://127.0.0.1:{ports['nginx']}/stub_status",
         f"--web.listen-address=127.0.0.1:{ports['nginx_exporter']}"])
-    targets.wait_http(f"http://127.0.0.1:{ports['nginx_exporter']}/metrics", exporter, procs, "nginx-exporter")
+    procs.wait_http("nginx-exporter", f"http://127.0.0.1:{ports['nginx_exporter']}/metrics")
 
     (workdir / "haproxy.cfg").write_text(haproxy_config(ports["haproxy"], ports["haproxy_exporter"], ports["nginx"]))
-    haproxy = procs.start("haproxy", [find_tool("haproxy"), "-db", "-f", str(workdir / "haproxy.cfg")])
-    targets.wait_http(f"http://127.0.0.1:{ports['haproxy_exporter']}/metrics", haproxy, procs, "haproxy")
+    procs.start("haproxy", [find_tool("haproxy"), "-db", "-f", str(workdir / "haproxy.cfg")])
+    procs.wait_http("haproxy", f"http://127.0.0.1:{ports['haproxy_exporter']}/metrics")
 
     (workdir / "prometheus.yml").write_text(prometheus_config(ports))
-    prometheus = procs.start("prometheus", [
+    procs.start("prometheus", [
         find_tool("prometheus"), f"--config.file={workdir / 'prometheus.yml'}",
         f"--storage.tsdb.path={workdir / 'prometheus-data'}",
         f"--web.listen-address=127.0.0.1:{ports['prometheus']}"])
-    targets.wait_http(f"http://127.0.0.1:{ports['prometheus']}/-/ready", prometheus, procs, "prometheus")
+    procs.wait_http("prometheus", f"http://127.0.0.1:{ports['prometheus']}/-/ready")
 
-    locust = [sys.executable, "-m", "locust", "-f", str(paths.LOCUSTFILES / "keepalive_1kb.py")]
-    master = procs.start("locust-master", locust + [
-        "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(ports["locust_master"]),
-        "--headless", "--web-host", "127.0.0.1", "--expect-workers", str(workers),
-        "--expect-workers-max-wait", str(STARTUP_TIMEOUT_S), "-u", str(users), "-r", str(users),
-        "-t", f"{LOCUST_RUN_TIME_S}s", "--host", f"http://127.0.0.1:{ports['haproxy']}",
-    ], env={loadtest_metrics.PORT_ENV: str(ports["locust_metrics"])})
-    targets.wait_http(f"http://127.0.0.1:{ports['locust_metrics']}/metrics", master, procs, "locust-master")
-    for i in range(workers):
-        worker = procs.start(f"locust-worker-{i}", locust + [
-            "--worker", "--master-host", "127.0.0.1", "--master-port", str(ports["locust_master"])])
+    locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile)
+    locust.start_master(
+        "-u", str(users), "-r", str(users), "-t", f"{LOCUST_RUN_TIME_S}s",
+        "--host", f"http://127.0.0.1:{ports['haproxy']}", web=False, expect_workers=workers,
+        expect_workers_wait_s=STARTUP_TIMEOUT_S, env={loadtest_metrics.PORT_ENV: str(ports["locust_metrics"])})
+    procs.wait_http(MASTER, f"http://127.0.0.1:{ports['locust_metrics']}/metrics")
+    for worker in locust.start_workers(workers):
         if worker_cpu:
             quotas.limit([worker.pid], worker_cpu)
     return Prometheus(f"http://127.0.0.1:{ports['prometheus']}")
 
 
-def wait_for_verdict(prometheus: Prometheus, procs: targets.Processes, workers: int, wanted: str | None = None) -> float:
+def wait_for_verdict(prometheus: Prometheus, procs: Processes, workers: int, wanted: str | None = None) -> float:
     """Poll until every worker's CPU was measured and the release has a verdict (`wanted`, when given); the time."""
     deadline = time.monotonic() + VERDICT_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -147,7 +146,7 @@ def wait_for_verdict(prometheus: Prometheus, procs: targets.Processes, workers: 
 def starved_run(tmp_path_factory, make_cpu_quotas):
     """Two workers limited to 0.1 CPU each, 20 users without think time."""
     workdir = tmp_path_factory.mktemp("starved")
-    with make_cpu_quotas() as quotas, targets.Processes(workdir) as procs:
+    with make_cpu_quotas() as quotas, Processes(workdir) as procs:
         prometheus = start_data_plane(procs, quotas, workdir, workers=2, users=20, worker_cpu=0.1)
         at = wait_for_verdict(prometheus, procs, 2, "generator-bound")
         yield Run(prometheus, at)
@@ -157,7 +156,7 @@ def starved_run(tmp_path_factory, make_cpu_quotas):
 def target_bound_run(tmp_path_factory, make_cpu_quotas):
     """nginx limited to 0.05 CPU behind HAProxy; one unlimited worker."""
     workdir = tmp_path_factory.mktemp("target-bound")
-    with make_cpu_quotas() as quotas, targets.Processes(workdir) as procs:
+    with make_cpu_quotas() as quotas, Processes(workdir) as procs:
         prometheus = start_data_plane(procs, quotas, workdir, workers=1, users=20, nginx_cpu=0.05)
         at = wait_for_verdict(prometheus, procs, 1)
         # A few more evaluations, so a late generator-bound verdict would show.
@@ -230,16 +229,14 @@ def fetch(url: str, credentials: str | None = None) -> str:
 
 def test_web_ui_mode_serves_metrics_on_the_ui_behind_its_login_and_on_the_metrics_port(tmp_path):
     """As the chart runs it: a master with the web UI (basic auth on), one worker, LOADTEST_METRICS_PORT set."""
-    web, metrics, master_port = targets.free_port(), targets.free_port(), targets.free_port()
-    locust = [sys.executable, "-m", "locust", "-f", str(paths.LOCUSTFILES / "keepalive_1kb.py")]
-    with targets.Processes(tmp_path) as procs:
-        master = procs.start("locust-master", locust + [
-            "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(master_port),
-            "--web-host", "127.0.0.1", "--web-port", str(web), "--host", "http://127.0.0.1:9"],
-            env={loadtest_metrics.PORT_ENV: str(metrics), "LOADTEST_WEB_AUTH": "admin:s3cret"})
-        targets.wait_http(f"http://127.0.0.1:{metrics}/metrics", master, procs, "locust-master")
-        procs.start("locust-worker", locust + ["--worker", "--master-host", "127.0.0.1",
-                                               "--master-port", str(master_port)])
+    metrics = free_port()
+    with Processes(tmp_path) as procs:
+        locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile)
+        locust.start_master("--host", "http://127.0.0.1:9",
+                            env={loadtest_metrics.PORT_ENV: str(metrics), "LOADTEST_WEB_AUTH": "admin:s3cret"})
+        web = locust.web_port
+        procs.wait_http(MASTER, f"http://127.0.0.1:{metrics}/metrics")
+        locust.start_workers(1)
         with pytest.raises(urllib.error.HTTPError) as denied:
             fetch(f"http://127.0.0.1:{web}/metrics")
         assert denied.value.code == 401

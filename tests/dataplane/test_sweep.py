@@ -15,7 +15,9 @@ import json
 
 import pytest
 
-from loadtest import cli, planner, report, sweep, sweep_local
+from loadtest import calibration, commands, report, sweep
+from loadtest.runtime import sweep_local
+from loadtest.runtime.sweeper import Sweeper
 
 CAP = 1500
 USERS = [4, 8, 16, 32, 64]  # ~72 RPS a user here: under the cap for 16 users, over it from 32
@@ -35,7 +37,7 @@ def capped(tmp_path_factory):
     lines: list[str] = []
     with local_sweep(out, spec, lines, scenario="http_close", target="haproxy", tls_mode=None, workers=1,
                      wait_s=0.01, values={"haproxy.sessionRateLimit": str(CAP)}) as driver:
-        result = sweep.Sweeper(driver, spec, progress=lines.append).run()
+        result = Sweeper(driver, spec, progress=lines.append).run()
         yield driver, result, report.write(result, out), lines
 
 
@@ -107,7 +109,7 @@ def test_a_workers_sweep_adds_workers_and_spreads_the_users(tmp_path):
     lines: list[str] = []
     with local_sweep(tmp_path, spec, lines, scenario="keepalive_1kb", target="haproxy", tls_mode=None, workers=1,
                      wait_s=0.01, values={}) as driver:
-        result = sweep.Sweeper(driver, spec, progress=lines.append).run()
+        result = Sweeper(driver, spec, progress=lines.append).run()
         seen = [driver.prometheus.scalar('max_over_time(locust_workers{state="running"}[5s])', r.end)
                 for r in result.records]
     assert [(r.workers, r.users) for r in result.records] == [(1, 4), (2, 8)], lines
@@ -120,14 +122,14 @@ def test_a_workers_sweep_adds_workers_and_spreads_the_users(tmp_path):
 def test_a_sweep_calibrates_the_planner(capped, tmp_path, capsys):
     files = capped[2]
     out = tmp_path / "calibration.json"
-    assert cli.main(["calibrate", "--from-sweep", str(files["json"].parent), "--output", str(out)]) == 0
+    assert commands.main(["calibrate", "--from-sweep", str(files["json"].parent), "--output", str(out)]) == 0
     busiest = max(json.loads(files["json"].read_text())["steps"], key=lambda s: s["worker_cpu_max"])
     figure = json.loads(out.read_text())["scenarios"]["http_close"]
     assert figure["rps_per_core"] == round(busiest["rps"] / busiest["worker_cpu_cores"]) > busiest["rps"]
     assert figure["lower_bound"]  # the worker never came near a full core: the target's cap held it back
-    calibration = planner.load_calibration(out)
-    assert calibration.rps_per_core["http_close"] == figure["rps_per_core"]
-    assert f"http_close from sweep {files['json']}, step {busiest['step']}" in calibration.source
+    loaded = calibration.load_calibration(out)
+    assert loaded.rps_per_core["http_close"] == figure["rps_per_core"]
+    assert f"http_close from sweep {files['json']}, step {busiest['step']}" in loaded.source
     assert "a lower bound" in capsys.readouterr().out
 
 
@@ -138,7 +140,7 @@ def test_the_sweep_stops_when_the_generator_saturates(tmp_path, make_cpu_quotas)
     with make_cpu_quotas() as quotas, local_sweep(tmp_path, spec, lines, scenario="keepalive_1kb", target="backend",
                                                   tls_mode=None, workers=1, wait_s=0, values={}) as driver:
         quotas.limit([driver.stack.procs.procs["locust-worker-0"].pid], 0.1)
-        result = sweep.Sweeper(driver, spec, progress=lines.append).run()
+        result = Sweeper(driver, spec, progress=lines.append).run()
     # Locust's first CPU figure of a worker arrives ~20 s after it starts: the first step may still look healthy.
     *before, last = result.records
     assert last.step.generator_saturated and last.verdict == "generator-bound", lines

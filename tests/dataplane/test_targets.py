@@ -1,4 +1,4 @@
-"""The targets' data path with real processes: the chart's configs (loadtest.targets) under the machine's nginx and
+"""The targets' data path with real processes: the chart's configs (loadtest.runtime.stack) under the machine's nginx and
 HAProxy, loaded by the project's scenarios through Locust, with what the servers counted checked against what
 Locust reported.
 
@@ -22,11 +22,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from loadtest import paths, targets
+from loadtest import paths, scenarios, targets
+from loadtest.runtime.stack import Server, Stack
 
 RUN_S = 3
 USERS = 8
-SCENARIOS = ("keepalive_1kb", "http_close", "tls_handshake")
 ROUTES = 3
 INSECURE = ssl.create_default_context()
 INSECURE.check_hostname = False
@@ -34,7 +34,7 @@ INSECURE.verify_mode = ssl.CERT_NONE
 
 
 def locustfile(scenario: str) -> Path:
-    return paths.LOCUSTFILES / f"{scenario}.py"
+    return scenarios.get(scenario).locustfile
 
 
 def get(url: str, host: str | None = None) -> tuple[int, bytes]:
@@ -46,13 +46,13 @@ def get(url: str, host: str | None = None) -> tuple[int, bytes]:
         return error.code, b""
 
 
-def stub_status(server: targets.Server) -> tuple[int, int]:
+def stub_status(server: Server) -> tuple[int, int]:
     """(accepted connections, requests) of an nginx. The call itself is one of each."""
     numbers = get(server.status_url)[1].decode().splitlines()[2].split()
     return int(numbers[0]), int(numbers[2])
 
 
-def haproxy_metrics(server: targets.Server) -> dict[str, float]:
+def haproxy_metrics(server: Server) -> dict[str, float]:
     """HAProxy's Prometheus metrics, keyed `name{labels}` as exposed."""
     metrics = {}
     for line in get(server.status_url)[1].decode().splitlines():
@@ -82,7 +82,7 @@ def assert_reported(reported: int, served: float) -> None:
 def stack(tmp_path_factory):
     """One payload backend (HTTP and HTTPS) and, in front of it, the NGINX Ingress Controller's config and HAProxy
     (edge TLS), each with ROUTES routes."""
-    with targets.Stack(tmp_path_factory.mktemp("targets")) as running:
+    with Stack(tmp_path_factory.mktemp("targets")) as running:
         backend = running.backend(tls=True)
         yield {
             "backend": backend,
@@ -91,8 +91,8 @@ def stack(tmp_path_factory):
         }
 
 
-def run_scenario(run_locust, scenario: str, server: targets.Server, *args: str, routes: int = 1, **kwargs):
-    url = server.url(tls=scenario == "tls_handshake")
+def run_scenario(run_locust, scenario: str, server: Server, *args: str, routes: int = 1, **kwargs):
+    url = server.url(tls=scenarios.get(scenario).tls == scenarios.TLS_REQUIRED)
     return run_locust(locustfile(scenario), "--host", url, "-u", str(USERS), "-r", str(USERS), "-t", f"{RUN_S}s",
                       *args, env={"LOADTEST_ROUTES": str(routes)}, **kwargs)
 
@@ -100,13 +100,13 @@ def run_scenario(run_locust, scenario: str, server: targets.Server, *args: str, 
 # --- every scenario against every target ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("target", targets.TARGETS)
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", scenarios.SCENARIOS)
 def test_scenario_against_target(stack, run_locust, scenario, target):
     server = stack[target]
     result = run_scenario(run_locust, scenario, server, routes=1 if target == "backend" else ROUTES)
     assert_clean_run(result)
-    path = "/0kb" if scenario == "tls_handshake" else "/1kb"
-    assert result.mean_length(path) == (0 if path == "/0kb" else 1024)
+    payload = scenarios.get(scenario)
+    assert result.mean_length(f"/{payload.payload}") == payload.payload_bytes
 
 
 # --- what the servers saw: handshakes, connections, routes ---------------------------------------------------------
@@ -178,7 +178,7 @@ def test_nginx_routes_are_its_ingress_hosts(stack):
 # --- HAProxy: close mode, TLS modes, threads and pinning -------------------------------------------------------------
 
 def test_haproxy_close_mode_closes_keep_alive_clients(tmp_path, run_locust):
-    with targets.Stack(tmp_path) as running:
+    with Stack(tmp_path) as running:
         server = running.haproxy(running.backend(), values={"haproxy.keepAlive": False})
         before = haproxy_metrics(server)
         result = run_scenario(run_locust, "keepalive_1kb", server)
@@ -203,7 +203,7 @@ def peer_common_name(url: str) -> str:
 @pytest.mark.parametrize("mode, certificate_from", [("edge", "haproxy"), ("reencrypt", "haproxy"),
                                                     ("passthrough", "backend")])
 def test_haproxy_tls_modes(tmp_path, run_locust, mode, certificate_from):
-    with targets.Stack(tmp_path) as running:
+    with Stack(tmp_path) as running:
         backend = running.backend(tls=True)
         server = running.haproxy(backend, tls_mode=mode, routes=2)
         assert peer_common_name(server.https_url) == certificate_from
@@ -229,7 +229,7 @@ def test_haproxy_tls_modes(tmp_path, run_locust, mode, certificate_from):
 
 
 def test_haproxy_without_tls_has_no_https_port(tmp_path):
-    with targets.Stack(tmp_path) as running:
+    with Stack(tmp_path) as running:
         server = running.haproxy(running.backend())
         assert server.https_url is None
         assert get(f"{server.http_url}/0kb") == (200, b"")
@@ -241,14 +241,14 @@ def thread_affinities(pid: int) -> list[set[int]]:
 
 @pytest.mark.parametrize("threads, cpu_set, pinned", [(1, "1", [[1]]), (2, "0-1", [[0], [1]])])
 def test_haproxy_threads_and_cpu_pinning(tmp_path, threads, cpu_set, pinned):
-    with targets.Stack(tmp_path) as running:
+    with Stack(tmp_path) as running:
         server = running.haproxy(running.backend(), cpus=threads, values={"haproxy.cpuSet": cpu_set})
         affinities = thread_affinities(server.proc.pid)
     assert sorted(map(sorted, affinities)) == pinned, "one thread per CPU of the set"
 
 
 def test_nginx_worker_processes(tmp_path):
-    with targets.Stack(tmp_path) as running:
+    with Stack(tmp_path) as running:
         server = running.nginx(running.backend(), cpus=2)
         workers = psutil.Process(server.proc.pid).children()
     assert len(workers) == 2
@@ -276,7 +276,7 @@ def wait_until(condition, timeout: float = 20) -> None:
 
 
 def test_target_killed_mid_run_workers_count_failures_and_carry_on(tmp_path, run_locust):
-    with targets.Stack(tmp_path) as running:
+    with Stack(tmp_path) as running:
         server = running.haproxy(running.backend())
 
         def kill_haproxy_once_serving(_master):
@@ -336,14 +336,14 @@ def test_worker_killed_mid_run_master_reports_it_missing_and_keeps_the_stats(sta
     (["--target", "haproxy", "--scenario", "tls_handshake", "--tls-mode", "passthrough"], "against haproxy TLS passthrough"),
 ])
 def test_local_cli_runs_against_a_target(args, says):
-    out = subprocess.run([sys.executable, "-m", "loadtest.cli", "local", "--workers", "1", "--users", "5",
+    out = subprocess.run([sys.executable, "-m", "loadtest", "local", "--workers", "1", "--users", "5",
                           "--run-time", "3s", *args], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert says in out.stdout and "(0 failed" in out.stdout, out.stdout
 
 
 def test_local_cli_refuses_a_tls_mode_the_scenario_cannot_use():
-    out = subprocess.run([sys.executable, "-m", "loadtest.cli", "local", "--target", "haproxy",
+    out = subprocess.run([sys.executable, "-m", "loadtest", "local", "--target", "haproxy",
                           "--scenario", "http_close", "--tls-mode", "edge", "--run-time", "1s"],
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1 and "http_close is plain HTTP" in out.stderr
+    assert out.returncode == 2 and "http_close is plain HTTP" in out.stderr  # bad input

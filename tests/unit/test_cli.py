@@ -1,16 +1,16 @@
 import pytest
 
-from loadtest import cli, local, valuesgen
+from loadtest import commands, scenarios, valuesgen
 
 
 def run(capsys, *argv):
     with pytest.raises(SystemExit) as exc:
-        cli.main(list(argv))
+        commands.main(list(argv))
     return exc.value.code, capsys.readouterr()
 
 
 def test_size_prints_the_replicas_and_the_helm_command(capsys):
-    assert cli.main(["size", "--node-type", "c5.xlarge", "--nodes", "2"]) == 0
+    assert commands.main(["size", "--node-type", "c5.xlarge", "--nodes", "2"]) == 0
     out = capsys.readouterr().out
     assert "6 workers at 1000m" in out
     assert "--set locust.worker.replicas=6" in out
@@ -45,17 +45,17 @@ def test_committed_values_files_and_schema_enums_match_the_generator():
 def test_values_check_reports_a_stale_file(tmp_path, capsys, monkeypatch):
     real = valuesgen.stale_files
     monkeypatch.setattr(valuesgen, "stale_files", lambda: real(values_dir=tmp_path))
-    assert cli.main(["values", "--check"]) == 1
+    assert commands.main(["values", "--check"]) == 1
     assert "out of date" in capsys.readouterr().out
 
 
 def test_unknown_scenario_lists_the_known_ones():
-    with pytest.raises(local.LocalRunError, match="unknown scenario 'nope'.*keepalive_1kb"):
-        local.scenario_file("nope")
+    with pytest.raises(ValueError, match="unknown scenario 'nope'.*keepalive_1kb"):
+        scenarios.get("nope")
 
 
 def test_readme_values_reference_matches_the_values_comments():
-    assert cli.main(["docs", "--check"]) == 0, "run `loadtest docs` and commit README.md"
+    assert commands.main(["docs", "--check"]) == 0, "run `loadtest docs` and commit README.md"
 
 
 def test_every_documented_key_has_a_default_in_the_reference():

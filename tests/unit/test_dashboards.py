@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from loadtest import cli, dashboards, rules
+from loadtest import commands, dashboards, rules
 
 BOARDS = {path.stem: json.loads(path.read_text()) for path in sorted(dashboards.FOLDER.glob("*.json"))}
 
@@ -18,7 +18,7 @@ def test_committed_dashboards_match_the_generator():
 
 
 def test_check_command_reports_up_to_date(capsys):
-    assert cli.main(["dashboards", "--check"]) == 0
+    assert commands.main(["dashboards", "--check"]) == 0
     assert "match" in capsys.readouterr().out
 
 

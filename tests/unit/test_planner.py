@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from loadtest import cli, planner
+from loadtest import calibration, commands, planner, scenarios
 
-FLAT = planner.Calibration({name: 5_000 for name in planner.SCENARIOS}, "test figures")
+FLAT = calibration.Calibration({name: 5_000 for name in scenarios.SCENARIOS}, "test figures")
 
 
 def test_c5_beats_m5_per_dollar_for_the_cpu_bound_generator():
@@ -25,11 +25,11 @@ def test_headroom_adds_workers():
 
 
 def test_baseline_bandwidth_caps_large_transfers():
-    fast = planner.Calibration({"tls_handshake": 1_000_000}, "test")
+    fast = calibration.Calibration({"tls_handshake": 1_000_000}, "test")
     (option,) = planner.plan(100_000, "tls_handshake", ["c5.large"], headroom=0, calibration=fast)
     assert option.bandwidth_limited
     assert option.expected_rps == pytest.approx(option.nodes * planner.bandwidth_rps(
-        option.instance, planner.SCENARIOS["tls_handshake"]))
+        option.instance, scenarios.SCENARIOS["tls_handshake"]))
 
 
 def test_impossible_target_is_refused_naming_the_cap():
@@ -51,13 +51,13 @@ def test_calibration_file_overrides_defaults_and_names_its_source(tmp_path):
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps({"date": "2026-11-22", "locust_version": "2.47.0", "cpu_model": "Test CPU",
                                 "scenarios": {"keepalive_1kb": {"rps_per_core": 7_777}}}))
-    cal = planner.load_calibration(path)
+    cal = calibration.load_calibration(path)
     assert cal.rps_per_core["keepalive_1kb"] == 7_777
     assert "Test CPU" in cal.source
 
 
 def test_missing_calibration_says_it_uses_defaults(tmp_path):
-    assert "defaults" in planner.load_calibration(tmp_path / "none.json").source
+    assert "defaults" in calibration.load_calibration(tmp_path / "none.json").source
 
 
 def test_target_side_suggests_nginx_cpus_from_the_published_table():
@@ -68,7 +68,7 @@ def test_target_side_suggests_nginx_cpus_from_the_published_table():
 
 def test_plan_cli_writes_values_for_the_cheapest_option(tmp_path, capsys):
     out = tmp_path / "planned.yaml"
-    assert cli.main(["plan", "--target-rps", "20000", "--node-types", "m5.large,c5.xlarge",
+    assert commands.main(["plan", "--target-rps", "20000", "--node-types", "m5.large,c5.xlarge",
                      "--calibration", str(tmp_path / "none.json"), "--write-values", str(out)]) == 0
     text = capsys.readouterr().out
     assert "USD/1k RPS" in text and "Target side" in text
@@ -77,7 +77,7 @@ def test_plan_cli_writes_values_for_the_cheapest_option(tmp_path, capsys):
 
 def test_plan_cli_refuses_a_negative_target(capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["plan", "--target-rps", "-5"])
+        commands.main(["plan", "--target-rps", "-5"])
     assert exc.value.code == 2
     assert "target RPS must be positive" in capsys.readouterr().err
 
@@ -86,9 +86,9 @@ def test_calibration_of_another_user_class_is_not_used(tmp_path):
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps({"date": "2026-11-22", "locust_version": "2.47.0", "cpu_model": "Test CPU",
                                 "scenarios": {"keepalive_1kb": {"rps_per_core": 1, "user_class": "FastHttpUser"}}}))
-    assert planner.load_calibration(path).rps_per_core["keepalive_1kb"] == \
-        planner.SCENARIOS["keepalive_1kb"].default_rps_per_core
+    assert calibration.load_calibration(path).rps_per_core["keepalive_1kb"] == \
+        scenarios.SCENARIOS["keepalive_1kb"].default_rps_per_core
 
 
 def test_every_planned_scenario_has_a_locustfile_with_its_user_class():
-    assert {planner.user_class(s) for s in planner.SCENARIOS} == {"LeanHttpUser"}
+    assert {s.user_class for s in scenarios.SCENARIOS.values()} == {"LeanHttpUser"}

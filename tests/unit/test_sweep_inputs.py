@@ -3,13 +3,14 @@ import json
 
 import pytest
 
-from loadtest import calibrate, cli, prom, sweep, sweep_local
-from loadtest.locustweb import LocustWeb, LocustWebError
+from loadtest import calibration, commands, sweep
+from loadtest.runtime import prom, sweep_local
+from loadtest.runtime.locustweb import LocustWeb, LocustWebError
 
 
 def run(capsys, *argv):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["sweep", *argv])
+        commands.main(["sweep", *argv])
     return exc.value.code, capsys.readouterr().err
 
 
@@ -74,7 +75,7 @@ def test_calibration_from_a_sweep_takes_the_busiest_step(tmp_path):
                        "date": "2026-11-22 08:00 UTC"},
         "steps": [{**step, "step": 1, "rps": 30_000, "worker_cpu_max": 0.5, "worker_cpu_cores": 3.0},
                   {**step, "step": 2, "rps": 100_000, "worker_cpu_max": 0.97, "worker_cpu_cores": 5.5}]}))
-    scenario, figure = calibrate.from_sweep(tmp_path)
+    scenario, figure = calibration.from_sweep(tmp_path)
     assert scenario == "keepalive_1kb"
     assert figure["rps_per_core"] == 18_182 and not figure["lower_bound"]
     assert figure["source"] == f"sweep {tmp_path / 'sweep.json'}, step 2 (locust: c5.xlarge, haproxy: c5n.2xlarge, " \
@@ -83,6 +84,6 @@ def test_calibration_from_a_sweep_takes_the_busiest_step(tmp_path):
 
 def test_calibration_from_something_else_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["calibrate", "--from-sweep", str(tmp_path), "--output", str(tmp_path / "c.json")])
+        commands.main(["calibrate", "--from-sweep", str(tmp_path), "--output", str(tmp_path / "c.json")])
     assert exc.value.code == 2 and "not a sweep report" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()

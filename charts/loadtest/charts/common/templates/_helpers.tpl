@@ -87,12 +87,12 @@ Usage: include "common.nodeSelector" (dict "nodeType" .Values.nodeType "nodeSele
 {{- end -}}
 
 {{/*
-Service name of an in-chart target: "backend" (charts/backend), "nginx" (the NGINX Ingress Controller, charts/nginx)
-or "haproxy" (charts/haproxy). The target charts name their Service with it, the Locust chart its URL.
+Service name of an in-chart target (loadtest/targets.py lists them; _registry.tpl gives each one's component).
+The target charts name their Service with it, the Locust chart its URL.
 Usage: include "common.targetName" (dict "ctx" $ "target" "nginx")
 */}}
 {{- define "common.targetName" -}}
-{{- $component := get (dict "backend" "backend" "nginx" "nginx-ingress" "haproxy" "haproxy") .target -}}
+{{- $component := get (include "common.targetComponents" . | fromJson) .target -}}
 {{- include "common.fullname" (dict "ctx" .ctx "component" ($component | required (printf "unknown target %q" .target))) -}}
 {{- end -}}
 
@@ -110,14 +110,14 @@ http://{{ include "common.targetName" . }}:80
 
 {{/*
 The URL the Locust users load: locust.host when set, else the Service of the in-chart target, over HTTPS when
-locust.https is set or the scenario is the TLS one. Shared by the master, NOTES.txt and the helm test pod.
+locust.https is set or the scenario needs TLS (loadtest/scenarios.py; _registry.tpl lists them). Shared by the master, NOTES.txt and the helm test pod.
 Usage: include "common.locustTargetURL" (dict "ctx" $ "locust" <the locust chart's values>)
 */}}
 {{- define "common.locustTargetURL" -}}
 {{- if .locust.host -}}
 {{- .locust.host -}}
 {{- else -}}
-{{- $https := or .locust.https (eq .locust.scenario "tls_handshake") -}}
+{{- $https := or .locust.https (has .locust.scenario (include "common.tlsScenarios" . | fromJsonArray)) -}}
 {{- include "common.targetURL" (dict "ctx" .ctx "target" .locust.target "https" $https) -}}
 {{- end -}}
 {{- end -}}

@@ -11,18 +11,18 @@ import json
 import subprocess
 from pathlib import Path
 
-from . import paths
+from .. import targets
+from ..errors import RunFailed
+from ..sweep import Spec, SweepError
+from . import tools
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
-from .sweep import Spec, SweepError
 
-# The chart value that sets a target's CPUs.
-TARGET_CPU_VALUE = {"nginx": ("nginx", "workerProcesses"), "haproxy": ("haproxy", "threads")}
 UPGRADE_TIMEOUT = "10m"
 WORKERS_TIMEOUT_S = 300
 
 
-class ClusterError(RuntimeError):
+class ClusterError(RunFailed):
     pass
 
 
@@ -38,7 +38,7 @@ class ClusterDriver:
         self.target = locust.get("target", "backend")
         self.workers = int(locust.get("worker", {}).get("replicas", 0))
         if spec.kind == "target-cpus":
-            if self.target not in TARGET_CPU_VALUE:
+            if self.target in ("backend", targets.URL):
                 raise SweepError(f"release {release} sends the load to {self.target}; a target-cpus sweep needs "
                                  "locust.target nginx or haproxy")
             if self.target == "haproxy" and self.values["haproxy"].get("cpuSet"):
@@ -52,13 +52,10 @@ class ClusterDriver:
         pass
 
     def helm(self, *args: str, timeout: float = 900) -> str:
-        cmd = [paths.tool("helm"), *args, "-n", self.namespace]
+        cmd = [tools.find("helm"), *args, "-n", self.namespace]
         if self.kubeconfig:
             cmd += ["--kubeconfig", str(self.kubeconfig)]
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except FileNotFoundError:
-            raise ClusterError("helm not found: run scripts/setup or put helm on PATH") from None
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if out.returncode != 0:
             raise ClusterError(f"helm {' '.join(args[:2])} failed:\n{out.stderr.strip()}")
         return out.stdout
@@ -72,8 +69,13 @@ class ClusterDriver:
                                    f"or see `helm list -A`") from None
             raise
 
+    def cpu_value(self) -> tuple[str, str]:
+        """(section, key) of the chart value that sets the loaded target's CPUs; the backend's for an outside URL."""
+        section, _, key = targets.TARGETS.get(self.target, targets.TARGETS["backend"]).cpu_value.partition(".")
+        return section, key
+
     def current_target_cpus(self) -> int:
-        section, key = TARGET_CPU_VALUE.get(self.target, ("backend", "workerProcesses"))
+        section, key = self.cpu_value()
         return int(self.values.get(section, {}).get(key, 1))
 
     def upgrade(self, settings: dict[str, int]) -> None:
@@ -111,12 +113,12 @@ class ClusterDriver:
             raise ClusterError(f"{e}: are there nodes with CPU for {count} workers? (`loadtest size`)") from None
 
     def set_target_cpus(self, cpus: int) -> None:
-        section, key = TARGET_CPU_VALUE[self.target]
+        section, key = self.cpu_value()
         self.upgrade({f"{section}.{key}": cpus})
         self.target_cpus = cpus
 
     def sample(self) -> None:
         """Every CPU figure of a release comes from its Prometheus."""
 
-    def window_cpu(self) -> tuple[float | None, float | None]:
-        return None, None
+    def window_target_cores(self) -> float | None:
+        return None

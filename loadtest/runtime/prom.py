@@ -10,11 +10,13 @@ import urllib.request
 
 import yaml
 
+from ..errors import RunFailed
+
 DURATION = re.compile(r"(\d+)(ms|s|m|h)")
 UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
 
-class PrometheusError(RuntimeError):
+class PrometheusError(RunFailed):
     pass
 
 

@@ -12,8 +12,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from ..errors import RunFailed
 
-class LocustWebError(RuntimeError):
+
+class LocustWebError(RunFailed):
     pass
 
 

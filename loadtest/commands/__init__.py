@@ -1,0 +1,45 @@
+"""`loadtest`: size Locust workers for a node type, plan and calibrate, run the local stack, sweep, keep the chart's
+generated files in step.
+
+Exit codes: 0 success, 1 a check or a measured result failed (or something loadtest ran failed), 2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import RunFailed, UsageError
+
+# One module per command, each with register(subparsers); in the order `loadtest --help` lists them.
+COMMANDS = ("catalog", "size", "plan", "calibrate", "local", "sweep", "values", "docs", "dashboards", "cluster")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loadtest", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()  # imports the floors below, which find the chart (loadtest.paths)
+    except UsageError as e:
+        print(f"loadtest: error: {e}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as e:
+        parser.exit(2, f"loadtest: error: {e}\n")
+    except RunFailed as e:
+        print(f"loadtest {args.command}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # the reader went away (`loadtest plan … | head`): nothing left to say
+        sys.stderr.close()
+        return 0

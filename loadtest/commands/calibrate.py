@@ -1,0 +1,68 @@
+"""`loadtest calibrate`: the RPS one worker core delivers per scenario, measured on this machine.
+
+One worker, enough users to keep it busy, a short run per scenario against the local stack; RPS divided by the
+worker's measured CPU (in cores) is the figure the planner multiplies by the worker count. A run where the worker
+did not reach the saturation threshold was limited by the target, so its figure is only a lower bound and is
+labelled so.
+
+`--from-sweep` takes the figure from a `loadtest sweep` report instead: on a release, that is the worker nodes' own
+CPUs doing the work, which is what the planner multiplies.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import locust
+
+from .. import calibration, scenarios, units
+from ..errors import UsageError
+from ..runtime import calibrate
+from ..runtime.cpu import cpu_model
+
+
+def from_sweep(args) -> int:
+    scenario, figure = calibration.from_sweep(Path(args.from_sweep))
+    out = Path(args.output)
+    calibration.merge(out, scenario, figure, {"locust_version": locust.__version__,
+                                              "cpu_model": "the workers of each scenario's source", "cores": None})
+    bound = " (workers not saturated: a lower bound)" if figure["lower_bound"] else ""
+    print(f"{scenario}: {figure['rps']:,.0f} RPS on {figure['worker_cpu']:.2f} worker cores -> "
+          f"{figure['rps_per_core']:,} RPS per worker core{bound}, from {figure['source']}")
+    print(f"wrote {out}; `loadtest plan` uses it from now on")
+    return 0
+
+
+def run(args) -> int:
+    if args.from_sweep:
+        return from_sweep(args)
+    unknown = [s for s in args.scenarios if s not in scenarios.SCENARIOS]
+    if unknown:
+        raise UsageError(f"unknown scenario(s) {', '.join(unknown)}; scenarios: {', '.join(scenarios.SCENARIOS)}")
+    run_time_s = units.parse_duration_s(args.run_time)
+    print(f"calibrating {len(args.scenarios)} scenario(s), {run_time_s} s each, one worker with "
+          f"{calibrate.USERS_PER_WORKER} users, on {cpu_model()}")
+    figures = {}
+    for name in args.scenarios:
+        figures[name] = f = calibrate.measure(name, run_time_s)
+        note = " (worker not saturated: the target limited the run, a lower bound)" if f["lower_bound"] else ""
+        print(f"  {name:<15} {f['rps']:>9,.0f} RPS at {f['worker_cpu']:.0%} of a core -> "
+              f"{f['rps_per_core']:>7,} RPS per worker core ({f['user_class']}){note}")
+    out = Path(args.output)
+    calibration.write(out, figures, {"locust_version": locust.__version__, "cpu_model": cpu_model(),
+                                     "cores": os.cpu_count(), "run_time_s": run_time_s})
+    print(f"wrote {out}; `loadtest plan` uses it from now on")
+    return 0 if all(f["failures"] == 0 for f in figures.values()) else 1
+
+
+def register(sub) -> None:
+    p = sub.add_parser("calibrate", help="measure RPS per worker core for each scenario on this machine",
+                       description=__doc__)
+    p.add_argument("--scenarios", nargs="+", default=list(scenarios.SCENARIOS), metavar="SCENARIO",
+                   help=f"scenarios to measure (default: all of {', '.join(scenarios.SCENARIOS)})")
+    p.add_argument("--run-time", default="15s", help="run time per scenario (default 15s)")
+    p.add_argument("--from-sweep", metavar="REPORT",
+                   help="take the figure from a `loadtest sweep` report instead (its folder or sweep.json): a sweep "
+                        "on a release measures your worker nodes; updates that scenario in the file")
+    p.add_argument("--output", default=str(calibration.DEFAULT_FILE), help="calibration file to write")
+    p.set_defaults(func=run)

@@ -1,0 +1,85 @@
+"""`loadtest local`: the whole load test on one machine, no cluster.
+
+It renders the chart's configs (the backend's nginx.conf, and the target's: HAProxy's haproxy.cfg or the nginx.conf
+the NGINX Ingress Controller generates for the chart's Ingress), runs them with the machine's nginx and haproxy on
+127.0.0.1, starts a Locust master and one worker per core with the project's locustfiles, runs a bounded test, and
+prints RPS, failures, latency and which side was the bottleneck.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import psutil
+
+from .. import scenarios, targets, units
+from ..errors import UsageError
+from ..runtime import localrun
+
+
+def print_result(r: localrun.Result, out=print) -> None:
+    v = r.verdict
+    out("")
+    out(f"Result ({r.scenario} against {r.target}{'' if r.tls_mode == 'none' else ' TLS ' + r.tls_mode}, "
+        f"{r.workers} worker(s), {r.users} users, {r.run_time_s} s)")
+    out(f"  requests         {r.requests:,} ({r.failures:,} failed, {r.failure_ratio:.2%})")
+    out(f"  RPS              {r.rps:,.0f}")
+    out(f"  p50 / p95 / p99  {r.p50_ms:g} / {r.p95_ms:g} / {r.p99_ms:g} ms")
+    out(f"  worker CPU       {', '.join(f'{c:.0%}' for c in r.worker_cpu)} (of one core each)")
+    if r.target_cpu is not None:
+        out(f"  target CPU       {r.target_cpu:.2f} of {r.target_cpus} core(s) ({r.target})")
+    if r.host_cpu is not None:
+        out(f"  machine CPU      {r.host_cpu:.0%} of {psutil.cpu_count()} core(s) busy")
+    out(f"  verdict          {v.kind}: {v.reason}")
+
+
+def run(args) -> int:
+    run_time_s = units.parse_duration_s(args.run_time)
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.users < 0 or args.spawn_rate < 0:
+        raise UsageError("--users and --spawn-rate cannot be negative")
+    if not 1 <= run_time_s <= 3600:
+        raise UsageError("--run-time must be between 1 s and 1 h")
+    scenario = scenarios.get(args.scenario)
+    targets.check_tls_mode(scenario, targets.get(args.target), args.tls_mode or scenario.default_tls_mode)
+    users = args.users or 50 * args.workers
+    workdir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="loadtest-local-"))
+    try:
+        result = localrun.run(args.scenario, users, args.spawn_rate or users, run_time_s, args.workers, workdir,
+                              target=args.target, tls_mode=args.tls_mode)
+    finally:
+        if not args.output:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print_result(result)
+    if args.output:
+        print(f"  files            {workdir} (Locust CSV, process logs)")
+    if result.requests == 0 or result.failure_ratio > args.max_failure_ratio:
+        print(f"loadtest local: failure ratio {result.failure_ratio:.2%} above {args.max_failure_ratio:.2%}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("local", help="run a bounded load test on this machine (target + payload + Locust), no cluster",
+                       description=__doc__)
+    p.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
+                   help=f"what each request does (default {scenarios.DEFAULT})")
+    p.add_argument("--target", default="backend", choices=list(targets.TARGETS),
+                   help="what Locust loads: the payload backend itself (default), nginx (the NGINX Ingress "
+                        "Controller's config) or haproxy, both in front of the backend")
+    p.add_argument("--tls-mode", choices=targets.TLS_MODES,
+                   help="none: HTTP; edge: TLS terminated at the target; passthrough, reencrypt: haproxy only "
+                        "(default: edge for the scenarios that need TLS, none otherwise)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="Locust workers (default: one per core)")
+    p.add_argument("--users", type=int, default=0, help="concurrent users (default 50 per worker)")
+    p.add_argument("--spawn-rate", type=float, default=0, help="users started per second (default: all at once)")
+    p.add_argument("--run-time", default="20s", help="how long to run, e.g. 20s, 2m (default 20s)")
+    p.add_argument("--max-failure-ratio", type=float, default=0.01,
+                   help="exit 1 when more than this share of requests failed (default 0.01)")
+    p.add_argument("--output", help="keep Locust's CSV files and the process logs in this folder")
+    p.set_defaults(func=run)

@@ -1,0 +1,62 @@
+"""`loadtest plan`: node types, workers and cost to reach a target RPS, cheapest first, with the arithmetic."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import planner, profiles, scenarios, units, valuesgen
+from ..calibration import DEFAULT_FILE, load_calibration
+from ..errors import UsageError
+
+
+def run(args) -> int:
+    node_types = [t.strip() for t in args.node_types.split(",") if t.strip()]
+    calibration = load_calibration(Path(args.calibration) if args.calibration else None)
+    options = planner.plan(args.target_rps, args.scenario, node_types, args.headroom, calibration, args.max_nodes)
+    chosen = options[0]
+    if args.choose:
+        chosen = next((o for o in options if o.node_type == args.choose), None)
+        if chosen is None:
+            raise UsageError(f"--choose {args.choose}: not among the options that fit "
+                             f"({', '.join(o.node_type for o in options)})")
+    needed = args.target_rps * (1 + args.headroom)
+    per_core = calibration.rps_per_core[args.scenario]
+    print(f"{args.target_rps:,.0f} RPS of {args.scenario} + {args.headroom:.0%} headroom = {needed:,.0f} RPS; "
+          f"{per_core:,.0f} RPS per worker core from {calibration.source}")
+    print(f"\n{'node type':<13}{'nodes':>6}{'workers':>8}{'master':>8}{'expected RPS':>14}{'USD/month':>11}"
+          f"{'USD/1k RPS':>12}  note")
+    for o in options:
+        note = "network-bound (baseline bandwidth)" if o.bandwidth_limited else ""
+        print(f"{o.node_type:<13}{o.nodes:>6}{o.plan.replicas:>8}{units.cpu(o.plan.master.cpu_m):>8}"
+              f"{o.expected_rps:>14,.0f}{o.monthly_usd:>11,.0f}{o.usd_per_1k_rps:>12.2f}  {note}")
+    print(f"\nCheapest: {options[0].node_type}. Arithmetic for {chosen.node_type} x {chosen.nodes}:")
+    for line in chosen.plan.explain():
+        print(f"  {line}")
+    scenario = scenarios.get(args.scenario)
+    cap = planner.bandwidth_rps(chosen.instance, scenario)
+    print(f"  Network: {chosen.instance.network_gbps_baseline:g} Gbps baseline per node = {cap:,.0f} RPS per node "
+          f"at {scenario.wire_bytes:,} bytes per request")
+    print(f"\nTarget side: {planner.target_suggestion(args.target_rps, args.scenario)}")
+    if args.write_values:
+        profile = profiles.eks(chosen.node_type, chosen.nodes,
+                               f"planned for {args.target_rps:,.0f} RPS of {args.scenario}")
+        origin = (f"{args.write_values}: written by `loadtest plan --target-rps {args.target_rps:g} "
+                  f"--scenario {args.scenario}` ({calibration.source.split(' (')[0]})")
+        Path(args.write_values).write_text(valuesgen.render(profile, origin))
+        print(f"\nwrote {args.write_values}: helm install lt charts/loadtest -f {args.write_values}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plan", help="node types, workers and cost to reach a target RPS, cheapest first",
+                       description=__doc__)
+    p.add_argument("--target-rps", type=float, required=True, help="RPS the test must reach")
+    p.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
+                   help=f"what each request does (default {scenarios.DEFAULT})")
+    p.add_argument("--node-types", default="c5.large,c5.xlarge,c5.2xlarge,c5.4xlarge,m5.large,m5.xlarge",
+                   help="comma-separated EC2 types to compare (see `loadtest catalog`)")
+    p.add_argument("--headroom", type=float, default=0.3, help="extra capacity as a fraction (default 0.3)")
+    p.add_argument("--max-nodes", type=int, default=planner.MAX_NODES, help="largest node group to consider")
+    p.add_argument("--calibration", help=f"calibration file (default {DEFAULT_FILE})")
+    p.add_argument("--choose", help="node type to explain and write values for (default: the cheapest)")
+    p.add_argument("--write-values", metavar="FILE", help="write a values file for the chosen option")
+    p.set_defaults(func=run)

@@ -1,0 +1,92 @@
+"""`loadtest sweep`: raise the load step by step, read what each step gave from Prometheus, find the knee, report.
+
+Each step sets the load (users; workers; or the target's CPUs, as NGINX measured its tables), waits out a warm-up,
+then holds for a measured window. RPS, failures and latency percentiles of the window come from Prometheus (the
+Locust metrics plugin's series), and so does the step's verdict: the one the chart's saturation rules recorded. The
+sweep stops at the knee (RPS stopped rising while p95 grew) or as soon as the generator saturates: from then on the
+RPS is the generator's ceiling, never the target's capacity. The report (CSV, JSON, HTML, Markdown table) follows.
+
+Two ways to run: `--local` starts the whole stack on this machine, `--release` drives an installed release through
+`helm upgrade` and Locust's web API, reading the release's Prometheus.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import paths, report, scenarios, targets, units
+from ..errors import RunFailed, UsageError
+from ..sweep import KINDS, MIN_WARMUP_S, Spec, parse_steps
+from ..runtime import sweep_cluster, sweep_local
+from ..runtime.sweeper import Sweeper
+
+
+def print_summary(sweep: report.Sweep, files: dict[str, Path], out=print) -> None:
+    out("")
+    out(report.sizing_table(sweep))
+    out("")
+    out(report.verdict_line(sweep))
+    out("report: " + ", ".join(str(p) for p in files.values()))
+
+
+def run(args) -> int:
+    spec = Spec(kind=args.sweep, loads=parse_steps(args.steps),
+                warmup_s=units.parse_duration_s(args.warmup, "--warmup"),
+                hold_s=units.parse_duration_s(args.hold, "--hold"),
+                users_per_worker=args.users_per_worker, spawn_rate=args.spawn_rate)
+    if args.local == bool(args.release):
+        raise UsageError("say where to sweep: --local (this machine) or --release NAME (an installed release)")
+    if args.local:
+        driver = sweep_local.LocalDriver(
+            Path(args.output) / "stack", scenario=args.scenario, target=args.target, tls_mode=args.tls_mode,
+            workers=args.workers, wait_s=args.wait, values=sweep_local.parse_set(args.set), spec=spec,
+            progress=print)
+    else:
+        if not (args.prometheus and args.locust):
+            raise UsageError("--release needs --prometheus URL and --locust URL (port-forwards; see NOTES.txt)")
+        driver = sweep_cluster.ClusterDriver(
+            args.release, args.namespace, Path(args.chart), args.locust, args.prometheus, spec=spec,
+            kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, progress=print)
+    with driver:
+        sweep = Sweeper(driver, spec).run()
+    if not sweep.records:
+        raise RunFailed("no step was measured")
+    files = report.write(sweep, Path(args.output))
+    print_summary(sweep, files)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sweep", help="raise the load step by step, find the knee, write a sizing report",
+                       description=__doc__)
+    where = p.add_argument_group("where")
+    where.add_argument("--local", action="store_true", help="start the whole stack on this machine (127.0.0.1)")
+    where.add_argument("--release", help="drive this installed release (helm upgrade and Locust's web API)")
+    where.add_argument("--namespace", default="default", help="the release's namespace (default: default)")
+    where.add_argument("--prometheus", help="the release's Prometheus, e.g. http://127.0.0.1:9090 (port-forward)")
+    where.add_argument("--locust", help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward); "
+                                        "http://user:password@… when locust.webAuth is on")
+    where.add_argument("--chart", default=str(paths.CHART), help="chart to upgrade with (default: loadtest's own)")
+    where.add_argument("--kubeconfig", help="kubeconfig for helm (default: helm's own)")
+    steps = p.add_argument_group("steps")
+    steps.add_argument("--sweep", default="users", choices=list(KINDS),
+                       help="what each step raises (default users); target-cpus needs a release")
+    steps.add_argument("--steps", required=True, help="the load of each step, rising, e.g. 50,100,200,400")
+    steps.add_argument("--warmup", default="15s", help=f"unmeasured time at the start of each step (default 15s, "
+                                                       f"at least {MIN_WARMUP_S}s)")
+    steps.add_argument("--hold", default="180s", help="measured window of each step (default 180s, the seed's method)")
+    steps.add_argument("--users-per-worker", type=int, default=50,
+                       help="users per worker in workers and target-cpus sweeps (default 50)")
+    steps.add_argument("--spawn-rate", type=float, default=0, help="users started per second (default: all at once)")
+    loc = p.add_argument_group("local stack (--local)")
+    loc.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
+                     help=f"what each request does (default {scenarios.DEFAULT})")
+    loc.add_argument("--target", default="haproxy", choices=list(targets.TARGETS),
+                     help="what Locust loads (default haproxy)")
+    loc.add_argument("--tls-mode", choices=targets.TLS_MODES,
+                     help="as for `loadtest local` (default: edge for the scenarios that need TLS, none otherwise)")
+    loc.add_argument("--workers", type=int, default=1, help="Locust workers of users sweeps (default 1)")
+    loc.add_argument("--wait", type=float, default=0.0, help="seconds each user waits between requests (default 0)")
+    loc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="chart value for the local target, as helm --set, e.g. haproxy.sessionRateLimit=2000")
+    p.add_argument("--output", default="sweep-report", help="folder for the report (default ./sweep-report)")
+    p.set_defaults(func=run)

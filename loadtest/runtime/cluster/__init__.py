@@ -1,0 +1,34 @@
+"""A local Kubernetes cluster that schedules like an EKS node group: the real control plane, simulated nodes.
+
+kube-apiserver, kube-controller-manager and kube-scheduler (one binary built by scripts/install-cluster-tools),
+Debian's etcd, and KWOK in place of the kubelets: it marks nodes Ready and pods Running without running containers.
+Nodes are made from the instance catalog (capacity, allocatable, max pods, EKS labels) and kube-system gets the
+DaemonSets and cluster pods the sizing assumes, so the scheduler sees what it would see on EKS.
+
+    supervisor    the component processes: own session, PID files, stop by PID, wait with the log's tail
+    pki           the CA, the apiserver's and admin's certificates, the kubeconfig
+    api           the apiserver's REST API (reads), kubectl (writes), polling
+    controlplane  Cluster: start, stop, healthy; up() and down()
+    nodegroups    simulated EKS node groups and their kube-system add-ons
+
+    from loadtest.runtime import cluster
+    c = cluster.up()                                        # ~/.cache/loadtest/cluster, reused while healthy
+    cluster.use_node_group(c, cluster.profile_for("c5-xlarge.yaml"))
+    cluster.down()
+"""
+from __future__ import annotations
+
+from .api import ApiClient, pods, wait_for
+from .controlplane import (COMPONENTS, DEFAULT_STATE_DIR, POD_CIDR, SERVICE_CIDR, SERVICE_IP, Cluster, down,
+                           up)
+from .errors import ClusterError
+from .nodegroups import (ADDON_LABEL, NODE_GROUP_LABEL, PAUSE_IMAGE, addon_objects, create_nodes, delete_nodes,
+                         install_addons, node_objects, profile_for, use_node_group, wait_addons_ready,
+                         wait_nodes_ready)
+
+__all__ = [
+    "ADDON_LABEL", "COMPONENTS", "DEFAULT_STATE_DIR", "NODE_GROUP_LABEL", "PAUSE_IMAGE", "POD_CIDR", "SERVICE_CIDR",
+    "SERVICE_IP", "ApiClient", "Cluster", "ClusterError", "addon_objects", "create_nodes", "delete_nodes", "down",
+    "install_addons", "node_objects", "pods", "profile_for", "up", "use_node_group", "wait_addons_ready",
+    "wait_for", "wait_nodes_ready",
+]

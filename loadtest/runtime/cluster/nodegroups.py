@@ -1,0 +1,177 @@
+"""Simulated EKS node groups: nodes made from the instance catalog and the kube-system add-ons the sizing assumes.
+
+Nodes get the capacity, allocatable, max pods and EKS labels of their instance type; kube-system gets the
+profile's per-node DaemonSets and cluster pods (e.g. CoreDNS) with their requests, so the scheduler sees what it
+would see on EKS. KWOK marks the nodes Ready and the pods Running without running containers.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ... import catalog, profiles, sizing
+from .api import pods, wait_for
+from .controlplane import Cluster
+
+NODE_GROUP_LABEL = "loadtest.dev/node-group"
+ADDON_LABEL = "loadtest.dev/addon"
+REGION = "us-east-1"
+# Never pulled: KWOK runs no containers, but pods need an image name.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def node_objects(shape: sizing.NodeShape, count: int, group: str) -> list[dict]:
+    """Nodes as an EKS node group of `shape` registers them, spread over three zones."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": f"{group}-{i}",
+                "labels": {
+                    **shape.labels,
+                    "kubernetes.io/hostname": f"{group}-{i}",
+                    "topology.kubernetes.io/region": REGION,
+                    "topology.kubernetes.io/zone": sizing.ZONES[i % len(sizing.ZONES)],
+                    NODE_GROUP_LABEL: group,
+                },
+            },
+            # The apiserver keeps a Node's status from the create request (most kinds drop it); KWOK adds Ready.
+            "status": {
+                "capacity": {"cpu": f"{shape.cpu_m}m", "memory": f"{shape.memory_mi}Mi", "pods": str(shape.max_pods)},
+                "allocatable": {"cpu": f"{shape.allocatable_cpu_m}m", "memory": f"{shape.allocatable_memory_mi}Mi",
+                                "pods": str(shape.max_pods)},
+            },
+        }
+        for i in range(count)
+    ]
+
+
+def _resources(pod: sizing.PodRequest) -> dict:
+    requests = {}
+    if pod.cpu_m:
+        requests["cpu"] = f"{pod.cpu_m}m"
+    if pod.memory_mi:
+        requests["memory"] = f"{pod.memory_mi}Mi"
+    return {"requests": requests}
+
+
+def _pod_template(pod: sizing.PodRequest, priority_class: str) -> dict:
+    return {
+        "metadata": {"labels": {"app.kubernetes.io/name": pod.name, ADDON_LABEL: "true"}},
+        "spec": {
+            "priorityClassName": priority_class,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": pod.name, "image": PAUSE_IMAGE, "resources": _resources(pod)}],
+        },
+    }
+
+
+def addon_objects(profile: profiles.Profile) -> list[dict]:
+    """The profile's per-node DaemonSets and cluster pods (e.g. CoreDNS) for kube-system, with its requests."""
+    def meta(name: str) -> dict:
+        return {"name": name, "namespace": "kube-system", "labels": {ADDON_LABEL: "true"}}
+
+    daemonsets = [
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta(ds.name),
+         "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": ds.name}},
+                  "template": _pod_template(ds, "system-node-critical")}}
+        for ds in profile.daemonsets
+    ]
+    deployments = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(pod.name),
+         "spec": {"replicas": pod.replicas, "selector": {"matchLabels": {"app.kubernetes.io/name": pod.name}},
+                  "template": _pod_template(pod, "system-cluster-critical")}}
+        for pod in profile.cluster_pods
+    ]
+    return daemonsets + deployments
+
+
+def delete_nodes(cluster: Cluster) -> None:
+    """Remove every simulated node, and the pods bound to them (no kubelet is left to confirm their deletion)."""
+    nodes = cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
+    names = {n["metadata"]["name"] for n in nodes}
+    if not names:
+        return
+    # Nodes first: while a node exists, its DaemonSets put a new pod on it for every one deleted.
+    cluster.kubectl("delete", "node", "-l", NODE_GROUP_LABEL, "--wait=true")
+    by_namespace: dict[str, list[str]] = {}
+    for pod in cluster.api_get("/api/v1/pods")["items"]:
+        if pod["spec"].get("nodeName") in names:
+            by_namespace.setdefault(pod["metadata"]["namespace"], []).append(pod["metadata"]["name"])
+    for namespace, pods_on_nodes in by_namespace.items():
+        cluster.kubectl("delete", "pod", "-n", namespace, "--force", "--grace-period=0", "--ignore-not-found",
+                        "--wait=false", *pods_on_nodes)
+
+
+def install_addons(cluster: Cluster, profile: profiles.Profile) -> None:
+    """Make kube-system's simulated add-ons exactly the profile's (another profile may have put others there)."""
+    # Foreground: the old pods are gone before a new DaemonSet or ReplicaSet of the same name appears.
+    cluster.kubectl("delete", "daemonset,deployment", "-n", "kube-system", "-l", ADDON_LABEL,
+                    "--cascade=foreground", "--ignore-not-found", "--timeout=60s")
+    cluster.apply(addon_objects(profile))
+
+
+def create_nodes(cluster: Cluster, shape: sizing.NodeShape, count: int, group: str) -> list[str]:
+    objects = node_objects(shape, count, group)
+    cluster.apply(objects)
+    return [n["metadata"]["name"] for n in objects]
+
+
+def wait_nodes_ready(cluster: Cluster, names: list[str], timeout: float = 60) -> None:
+    def not_ready() -> list[str]:
+        nodes = cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
+        ready = {n["metadata"]["name"] for n in nodes
+                 if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))}
+        return sorted(set(names) - ready)
+
+    wait_for(f"{len(names)} nodes to be Ready", lambda: not not_ready(), timeout,
+             lambda: f"not Ready: {', '.join(not_ready())}; see {cluster.log('kwok')}")
+
+
+def wait_addons_ready(cluster: Cluster, profile: profiles.Profile, nodes: list[str], timeout: float = 60) -> None:
+    """Wait until every node runs each of the profile's DaemonSets and all its cluster pods are Running.
+
+    Counts pods rather than trusting DaemonSet status, which reads "0 of 0 ready" until the controller sees new nodes.
+    """
+    def missing() -> list[str]:
+        running: dict[str, list[str]] = {}
+        for p in pods(cluster, "kube-system", ADDON_LABEL):
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp"):
+                running.setdefault(p["metadata"]["labels"]["app.kubernetes.io/name"], []).append(p["spec"]["nodeName"])
+        out = []
+        for ds in profile.daemonsets:
+            if lacking := sorted(set(nodes) - set(running.get(ds.name, []))):
+                out.append(f"{ds.name} not Running on {', '.join(lacking)}")
+        for pod in profile.cluster_pods:
+            if len(running.get(pod.name, [])) != pod.replicas:
+                out.append(f"{pod.name} {len(running.get(pod.name, []))} of {pod.replicas} Running")
+        return out
+
+    wait_for("kube-system add-ons to be Running", lambda: not missing(), timeout, lambda: "; ".join(missing()))
+
+
+def use_node_group(cluster: Cluster, profile: profiles.Profile, count: int | None = None,
+                   timeout: float = 60) -> list[str]:
+    """Replace the cluster's nodes and add-ons with the node group `profile` is sized for, plus the node group its
+    backend and targets run on; returns the generator node names."""
+    delete_nodes(cluster)
+    install_addons(cluster, profile)
+    names = create_nodes(cluster, profile.shape, count or profile.nodes, Path(profile.file).stem)
+    others = []
+    if profile.target_node_type:
+        target_shape = sizing.node_shape(catalog.get(profile.target_node_type))
+        others = create_nodes(cluster, target_shape, profile.target_nodes, "targets")
+    wait_nodes_ready(cluster, names + others, timeout)
+    wait_addons_ready(cluster, profile, names + others, timeout)
+    return names
+
+
+def profile_for(name: str, count: int | None = None) -> profiles.Profile:
+    """A profile by values file (c5-xlarge.yaml, values/c5-xlarge.yaml) or an EKS one for an instance type.
+
+    An unknown file raises KeyError, an unknown instance type catalog.UnknownInstanceType (a ValueError), each
+    with the list of known ones."""
+    if name.endswith(".yaml"):
+        return profiles.by_file(Path(name).name)
+    catalog.get(name)  # raises with the list of known types
+    return profiles.eks(name, count or 2, f"{name} node group")

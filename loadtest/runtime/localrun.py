@@ -1,0 +1,122 @@
+"""A whole load test on one machine, no cluster: the chart's target and backend (runtime.stack), a Locust master
+and workers (runtime.locust), a bounded run, and its figures: RPS, failures, latency, CPU of each side.
+
+CPU comes from the processes (psutil), since no Prometheus runs here; the verdict is loadtest.verdict's, from the
+saturation rules' thresholds.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from .. import locuststats, scenarios, targets, verdict
+from ..errors import RunFailed
+from .cpu import CpuMeter
+from .locust import MASTER, Locust
+from .locustweb import LocustWeb, LocustWebError
+from .processes import STARTUP_TIMEOUT_S
+from .stack import Stack
+
+# Locust needs a moment after the run time to collect the workers' last reports and write its files.
+SHUTDOWN_GRACE_S = 30
+
+
+class LocalRunError(RunFailed):
+    pass
+
+
+@dataclass
+class Result:
+    scenario: str
+    workers: int
+    users: int
+    run_time_s: int
+    requests: int
+    failures: int
+    rps: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    worker_cpu: list[float] = field(default_factory=list)  # mean fraction of one core per worker
+    target_cpu: float | None = None  # mean cores used by the target's processes
+    target_cpus: int = 1
+    target: str = "backend"
+    tls_mode: str = "none"
+    host_cpu: float | None = None  # mean share of all the machine's cores in use, whoever used them
+
+    @property
+    def failure_ratio(self) -> float:
+        return self.failures / self.requests if self.requests else 1.0
+
+    @property
+    def verdict(self) -> verdict.Verdict:
+        """Judged here from the processes' CPU: `loadtest local` runs no Prometheus to record the rules' verdict."""
+        return verdict.judge(self.worker_cpu, self.target_cpu, self.target_cpus, self.host_cpu)
+
+
+def describe(target: str, tls_mode: str) -> str:
+    what = targets.get(target).description
+    return what if tls_mode == "none" else f"{what} (TLS {tls_mode})"
+
+
+def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
+        progress=print, target: str = "backend", tls_mode: str | None = None) -> Result:
+    chosen = scenarios.get(scenario)
+    tls_mode = tls_mode or chosen.default_tls_mode
+    targets.check_tls_mode(chosen, targets.get(target), tls_mode)
+    workdir.mkdir(parents=True, exist_ok=True)
+    with Stack(workdir) as stack:
+        _, server = stack.target(target, tls_mode)
+        host = server.url(tls=tls_mode != "none")
+        locust = Locust(stack.procs, chosen.locustfile)
+        # --autostart rather than --headless: the run is the same, and the web UI's JSON gives live figures.
+        master = locust.start_master(
+            "--autostart", "--autoquit", "0", "-u", str(users), "-r", str(spawn_rate), "-t", f"{run_time_s}s",
+            "--host", host, "--csv", str(workdir / "stats"), "--json-file", str(workdir / "stats"),
+            "--exit-code-on-error", "0", expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
+        web = LocustWeb(locust.web_url)
+        worker_meters = [CpuMeter(w.pid) for w in locust.start_workers(workers)]
+        target_meter = CpuMeter(server.proc.pid)
+        psutil.cpu_percent(None)
+        host_samples: list[float] = []
+        progress(f"loadtest local: {scenario} against {describe(target, tls_mode)} on {host}, "
+                 f"{workers} worker(s), {users} users, {run_time_s} s")
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S
+        started = time.monotonic()
+        while master.poll() is None:
+            if time.monotonic() > deadline:
+                raise LocalRunError(f"the Locust master did not finish in time:\n{stack.procs.log_tail(MASTER)}")
+            time.sleep(1)
+            try:
+                status = web.status()
+            except LocustWebError:
+                status = None
+            running = bool(status) and status.get("state") == "running"
+            # Measured here rather than taken from Locust's worker reports, which lag by up to 5 s.
+            target_cpu = target_meter.sample(keep=running)
+            cpus = " ".join(f"{m.sample(keep=running):.0%}" for m in worker_meters)
+            if not running:
+                continue
+            host_samples.append(psutil.cpu_percent(None) / 100)
+            p95 = status.get("current_response_time_percentiles", {}).get("response_time_percentile_0.95")
+            progress(
+                f"  [{time.monotonic() - started:4.0f} s] users {status['user_count']:>5}  "
+                f"RPS {status.get('current_rps', 0):>9,.0f}  failures {status.get('fail_ratio', 0):>6.2%}  "
+                f"p95 {p95 or 0:>5.0f} ms  worker CPU {cpus}  {target} CPU {target_cpu:.0%}"
+            )
+        if master.returncode != 0:
+            raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{stack.procs.log_tail(MASTER)}")
+    final = locuststats.read(workdir / "stats.json")
+    if final is None:
+        raise LocalRunError(f"Locust wrote no stats; see {workdir}/{MASTER}.log")
+    return Result(
+        scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
+        requests=final.requests, failures=final.failures, rps=final.rps,
+        p50_ms=final.p50_ms, p95_ms=final.p95_ms, p99_ms=final.p99_ms,
+        worker_cpu=[m.mean or 0.0 for m in worker_meters], target_cpu=target_meter.mean,
+        target_cpus=server.cpus, target=target, tls_mode=tls_mode,
+        host_cpu=sum(host_samples) / len(host_samples) if host_samples else None,
+    )

@@ -1,0 +1,87 @@
+"""Processes loadtest starts on this machine: free loopback ports, start with a log file, wait until they answer,
+stop by PID (SIGTERM, then SIGKILL)."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from ..errors import RunFailed
+
+LOCAL_HOST = "127.0.0.1"
+STARTUP_TIMEOUT_S = 15
+STOP_TIMEOUT_S = 10
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now, on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind((LOCAL_HOST, 0))
+        return s.getsockname()[1]
+
+
+def stop(proc: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> None:
+    """Stop a process this program started: SIGTERM, then SIGKILL if it is still there after `timeout`."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class Processes:
+    """Processes one run started, each logging to <logs>/<name>.log; all of them are stopped by PID on exit."""
+
+    def __init__(self, logs: Path):
+        self.logs = logs
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = open(self.logs / f"{name}.log", "wb")
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **(env or {})}, cwd=cwd)
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def log_tail(self, name: str, lines: int = 20) -> str:
+        text = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def logs_text(self) -> str:
+        """Every log of this run, in name order (for a failure message)."""
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.logs.glob("*.log")))
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for proc in self.procs.values():
+            stop(proc, max(0.1, deadline - time.monotonic()))
+
+    def wait_http(self, name: str, url: str, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait until `url` answers; fail early with the log tail if process `name` exits first."""
+        proc = self.procs[name]
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RunFailed(f"{name} exited with {proc.returncode}:\n{self.log_tail(name)}")
+            try:
+                with urllib.request.urlopen(url, timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RunFailed(f"{name} did not answer {url} within {timeout_s:.0f} s:\n{self.log_tail(name)}")
+
+    def __enter__(self) -> Processes:
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_all()

@@ -1,0 +1,196 @@
+"""Running a sweep: each step sets the load (users; workers; or the target's CPUs, as NGINX measured its tables),
+waits out a warm-up, then holds for a measured window, and reads the window from Prometheus.
+
+RPS, failures and latency percentiles come from the Locust metrics plugin's series, the workers' and the target's
+CPU from the saturation rules, and the step's verdict is the one the rules recorded (`loadtest:verdict`) over the
+window. The sweep stops at the knee (RPS stopped rising while p95 grew, or requests failed) or as soon as the
+generator saturates: from then on the RPS is the generator's ceiling, never the target's capacity.
+
+A driver says where the load runs: the local stack (runtime.sweep_local) or a release (runtime.sweep_cluster).
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import time
+from typing import Protocol
+
+from .. import report, verdict
+from ..errors import RunFailed
+from ..knee import Step, failing
+from ..sweep import KINDS, Spec, measured_window, window_range
+from .locustweb import LocustWeb, LocustWebError
+from .prom import Prometheus
+
+PROGRESS_EVERY_S = 5
+SPAWN_TIMEOUT_S = 120
+
+
+class SweepFailed(RunFailed):
+    pass
+
+
+class Driver(Protocol):
+    """What a sweep needs from where the load runs (the local stack, or a release in a cluster)."""
+
+    release: str
+    prometheus: Prometheus
+    locust: LocustWeb
+    workers: int
+    target_cpus: int
+
+    def conditions(self) -> dict[str, str]: ...
+
+    def set_workers(self, count: int) -> None: ...
+
+    def set_target_cpus(self, cpus: int) -> None: ...
+
+    def sample(self) -> None:
+        """Called about once a second during a measured window (the local stack samples process CPU)."""
+
+    def window_target_cores(self) -> float | None:
+        """Cores the target used over the window just ended, measured outside Prometheus; None where Prometheus
+        has the figure."""
+
+
+def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> dict:
+    """What Prometheus saw of one release over the `hold_s` seconds up to its last scrape at or before `end`: every
+    figure a step record holds. The window's edges are scrape timestamps, so its counts are exact differences."""
+    sel = f'release="{release}"'
+    requests_now, failures_now = f"sum(locust_requests_total{{{sel}}})", f"sum(locust_request_failures_total{{{sel}}})"
+    scraped = f"max(timestamp(locust_requests_total{{{sel}}}))"
+
+    def counters(at: float) -> tuple[float, float, float]:
+        stamp, requests = prometheus.scalar(scraped, at), prometheus.scalar(requests_now, at)
+        if stamp is None or requests is None:
+            raise SweepFailed(f"Prometheus has no locust_requests_total of release {release!r}: is it scraping the "
+                              "Locust master (monitoring.enabled) and is the release name right?")
+        return stamp, requests, prometheus.scalar(failures_now, at) or 0.0
+
+    t_end, requests_end, failures_end = counters(end)
+    # The scrape hold_s before: half an interval later than its nominal time, past its jitter.
+    t_start, requests_start, failures_start = counters(t_end - hold_s + scrape_s / 2)
+    if requests_end < requests_start or t_end - t_start < hold_s / 2:
+        raise SweepFailed("Locust's request counters went back during the step (its statistics were reset): "
+                          "measure again")
+    r = window_range(t_end - t_start)
+
+    def over(expr: str) -> float | None:
+        return prometheus.scalar(expr, t_end)
+
+    quantiles = {q: over(f'avg_over_time(locust_aggregated_response_time_seconds{{{sel}, quantile="{q}"}}[{r}])')
+                 for q in ("0.5", "0.95", "0.99")}
+    verdicts = {s["metric"].get("verdict", ""): float(s["value"][1])
+                for s in prometheus.query(f"count_over_time(loadtest:verdict{{{sel}}}[{r}])", t_end)}
+    if not verdicts:
+        raise SweepFailed(f"Prometheus recorded no loadtest:verdict of release {release!r} over the window: does it "
+                          "evaluate the chart's saturation rules, and did the swarm run?")
+    requests = requests_end - requests_start
+    return {
+        "start": t_start, "end": t_end, "requests": requests, "failures": failures_end - failures_start,
+        "rps": requests / (t_end - t_start),
+        "p50_ms": 1000 * (quantiles["0.5"] or 0.0), "p95_ms": 1000 * (quantiles["0.95"] or 0.0),
+        "p99_ms": 1000 * (quantiles["0.99"] or 0.0),
+        "users": over(f"max(max_over_time(locust_users{{{sel}}}[{r}]))") or 0.0,
+        "worker_cpu": prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", t_end),
+        "worker_cpu_cores": over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
+        "target_cpu_ratio": over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
+        "host_cpu": over(f"max(avg_over_time(loadtest:host_cpu_saturation:ratio{{{sel}}}[{r}]))"),
+        "verdicts": verdicts,
+    }
+
+
+class Sweeper:
+    def __init__(self, driver: Driver, spec: Spec, progress=print):
+        self.driver, self.spec, self.progress = driver, spec, progress
+
+    def run(self) -> report.Sweep:
+        d, spec = self.driver, self.spec
+        scrape_s = d.prometheus.scrape_interval_s()
+        measured_window(spec.hold_s, scrape_s)
+        sweep = report.Sweep(conditions={
+            **d.conditions(), "sweep": f"{KINDS[spec.kind]} {', '.join(map(str, spec.loads))}",
+            "warm-up per step": f"{spec.warmup_s} s", "measured window per step": f"{spec.hold_s} s",
+            "Prometheus": f"{d.prometheus.version()}, scrape every {scrape_s:g} s",
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        }, sweep_of=KINDS[spec.kind])
+        try:
+            for index, load in enumerate(spec.loads):
+                record = self.step(index, load, scrape_s)
+                sweep.records.append(record)
+                knee = sweep.knee
+                if knee.generator_bound_at is not None:
+                    self.progress(f"stopping: the generator saturated at step {index + 1}; more load would only "
+                                  "measure the generator")
+                    break
+                if knee.found:
+                    why = ("requests failed" if failing(knee.knee_step)
+                           else "RPS stopped rising while p95 grew")
+                    self.progress(f"stopping: knee at step {index + 1} ({why})")
+                    break
+        finally:
+            try:
+                d.locust.stop()
+            except LocustWebError:
+                pass
+        return sweep
+
+    def step(self, index: int, load: int, scrape_s: float) -> report.StepRecord:
+        d, spec = self.driver, self.spec
+        of = f"step {index + 1}/{len(spec.loads)}"
+        if spec.kind == "workers":
+            d.set_workers(load)
+        elif spec.kind == "target-cpus":
+            d.set_target_cpus(load)
+        users = spec.users(load, d.workers)
+        self.progress(f"{of}: {KINDS[spec.kind]} {load}: {users} users on {d.workers} worker(s), target at "
+                      f"{d.target_cpus} CPU(s); warm-up {spec.warmup_s} s, then {spec.hold_s} s measured")
+        d.locust.swarm(users, spec.spawn_rate or users)
+        d.locust.wait_users(users, SPAWN_TIMEOUT_S)
+        self.watch(of, "warm-up", spec.warmup_s, sample=False)
+        # One scrape interval more than the window: the window (whole scrapes up to the last one) fits inside.
+        self.watch(of, "measuring", math.ceil(spec.hold_s + scrape_s), sample=True)
+        end = time.time()
+        target_cores = d.window_target_cores()
+        # The last scrape before `end` reaches the query API (and the rules evaluate it) within two intervals.
+        time.sleep(2 * scrape_s)
+        f = measure(d.prometheus, d.release, end, spec.hold_s, scrape_s)
+        if f["target_cpu_ratio"] is not None:
+            target_cores = f["target_cpu_ratio"] * d.target_cpus
+        busiest = max(f["worker_cpu"], default=0.0)
+        v = verdict.recorded(f["verdicts"], busiest, f["target_cpu_ratio"], f["host_cpu"])
+        step = Step(index, load, f["rps"], round(f["p95_ms"], 1),
+                    f["failures"] / f["requests"] if f["requests"] else 1.0, v.kind == verdict.GENERATOR_BOUND)
+        self.progress(f"{of} done: {f['rps']:,.0f} RPS, p95 {f['p95_ms']:.1f} ms, failures {step.failure_ratio:.2%}, "
+                      f"busiest worker {busiest:.0%}"
+                      + ("" if target_cores is None else f", target {target_cores:.2f} core(s)")
+                      + f"; {v.kind}: {v.reason}")
+        return report.StepRecord(
+            step=step, start=f["start"], end=f["end"], p50_ms=round(f["p50_ms"], 1), p99_ms=round(f["p99_ms"], 1),
+            requests=round(f["requests"]), failures=round(f["failures"]), users=round(f["users"]),
+            worker_cpu_max=busiest, worker_cpu_cores=f["worker_cpu_cores"], target_cpu_cores=target_cores,
+            target_cpus=d.target_cpus, workers=d.workers, verdict=v.kind)
+
+    def watch(self, of: str, phase: str, seconds: int, sample: bool) -> None:
+        """Wait `seconds`, printing Locust's live figures every few seconds (and sampling CPU when measuring)."""
+        started = time.monotonic()
+        last_print = started
+        while (elapsed := time.monotonic() - started) < seconds:
+            time.sleep(min(1.0, seconds - elapsed))
+            if sample:
+                self.driver.sample()
+            now = time.monotonic()
+            if now - last_print >= PROGRESS_EVERY_S or now - started >= seconds:
+                last_print = now
+                self.progress(f"  {of} {phase} {now - started:4.0f}/{seconds} s  {live_line(self.driver.locust)}")
+
+
+def live_line(locust: LocustWeb) -> str:
+    try:
+        s = locust.status()
+    except LocustWebError as e:
+        return f"(no live figures: {e})"
+    p95 = (s.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
+    cpus = ", ".join(f"{w.get('cpu_usage', 0):.0f}%" for w in s.get("workers", []))
+    return (f"users {s.get('user_count', 0):>5}  RPS {s.get('current_rps', 0):>9,.0f}  "
+            f"failures {s.get('fail_ratio', 0):>6.2%}  p95 {p95 or 0:>5.0f} ms  worker CPU {cpus or '-'}")

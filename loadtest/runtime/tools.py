@@ -1,0 +1,39 @@
+"""The external programs loadtest runs (helm, nginx, haproxy, prometheus, the cluster binaries, ...): one lookup.
+
+scripts/setup builds the pinned Go tools into ~/.cache/loadtest/bin and installs the rest with apt, some into
+/usr/sbin, which a non-root PATH lacks.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from .. import paths
+from ..errors import RunFailed
+
+SYSTEM_DIRS = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
+
+
+class ToolMissing(RunFailed):
+    pass
+
+
+def find(name: str) -> str:
+    """The absolute path of a tool: the cache's bin first (pinned builds), then PATH, then the system dirs."""
+    for candidate in (paths.BIN / name, Path.home() / "go" / "bin" / name):
+        if candidate.is_file():
+            return str(candidate)
+    found = shutil.which(name) or shutil.which(name, path=SYSTEM_DIRS)
+    if not found:
+        raise ToolMissing(f"{name} not found: run scripts/setup (it installs every tool loadtest runs)")
+    return found
+
+
+def version(name: str, flag: str = "-v") -> str:
+    """The first version number a tool prints for `flag`, or "unknown"."""
+    out = subprocess.run([find(name), flag], capture_output=True, text=True, timeout=10)
+    found = VERSION.search(out.stdout + out.stderr)
+    return found.group(0) if found else "unknown"

@@ -1,0 +1,83 @@
+"""The package's three floors: `loadtest.commands` (the command line) on top, `loadtest.runtime` (processes, tools,
+clusters) below it, the pure core (every other module) at the bottom. Imports go only downward, and no two modules
+import each other, directly or around a loop."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import loadtest
+
+PACKAGE = Path(loadtest.__file__).parent
+FLOORS = {"commands": 2, "runtime": 1}  # anything else is the core, floor 0
+
+
+def module_name(path: Path) -> str:
+    parts = ["loadtest", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "data" not in p.relative_to(PACKAGE).parts}
+
+
+def floor(module: str) -> int:
+    parts = module.split(".")
+    return FLOORS.get(parts[1], 0) if len(parts) > 1 else 0
+
+
+def imports(module: str) -> set[str]:
+    """The package's modules `module` imports anywhere in its file (functions included)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            stem = ".".join([*base, *([node.module] if node.module else [])])
+            names = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in MODULES else stem for a in node.names]
+        else:
+            continue
+        found |= {n for n in names if n in MODULES and n != module}
+    return found
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+
+
+def test_imports_only_go_down_the_floors():
+    upward = [f"{m} (floor {floor(m)}) imports {i} (floor {floor(i)})"
+              for m, found in GRAPH.items() for i in sorted(found)
+              if floor(i) > floor(m) and not (m == "loadtest.__main__")]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_cycles():
+    cycles, state = [], {}
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = "open"
+        for i in sorted(GRAPH[m]):
+            if state.get(i) == "open":
+                cycles.append(" -> ".join(stack[stack.index(i):] + [i]))
+            elif i not in state:
+                visit(i, stack + [i])
+        state[m] = "done"
+
+    for m in sorted(GRAPH):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_argparse_lives_only_in_the_commands():
+    users = [m for m, path in MODULES.items() if floor(m) < 2 and "argparse" in path.read_text()]
+    assert not users, users
+
+
+def test_the_graph_sees_imports():
+    """A guard for the two tests above: the walker must find known edges, or they pass vacuously."""
+    assert "loadtest.runtime.stack" in GRAPH["loadtest.runtime.localrun"]
+    assert "loadtest.verdict" in GRAPH["loadtest.runtime.sweeper"]
+    assert {"loadtest.commands.local", "loadtest.commands.sweep"} <= set(MODULES)
