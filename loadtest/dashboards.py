@@ -28,7 +28,7 @@ from grafana_foundation_sdk.models.dashboard import (
     VariableRefresh, VariableSort,
 )
 
-from . import paths, rules
+from . import generated, paths, rules
 
 FOLDER = paths.DASHBOARDS
 TAG = "loadtest"
@@ -302,18 +302,12 @@ def render() -> dict[Path, str]:
 
 
 def stale_files() -> list[Path]:
-    return [path for path, text in render().items() if not path.exists() or path.read_text() != text]
+    return generated.stale(render())
 
 
 def write() -> list[Path]:
     """Write the dashboards that changed; the files written."""
-    FOLDER.mkdir(parents=True, exist_ok=True)
-    written = []
-    for path, text in render().items():
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            written.append(path)
-    return written
+    return generated.write(render())
 
 
 def panel_queries(board: dict) -> list[tuple[str, str]]:

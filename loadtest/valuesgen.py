@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from . import catalog, paths, scenarios, targets, units, valuesdoc
+from . import catalog, generated, paths, scenarios, targets, units, valuesdoc
 from .profiles import PROFILES, Profile
 from .sizing import PodRequest
 
@@ -148,14 +148,8 @@ def expected_files(values_dir: Path = paths.VALUES, chart: Path = paths.CHART) -
 
 
 def stale_files(values_dir: Path = paths.VALUES, chart: Path = paths.CHART) -> list[Path]:
-    return [p for p, text in expected_files(values_dir, chart).items() if not p.exists() or p.read_text() != text]
+    return generated.stale(expected_files(values_dir, chart))
 
 
 def write(values_dir: Path = paths.VALUES, chart: Path = paths.CHART) -> list[Path]:
-    written = []
-    values_dir.mkdir(parents=True, exist_ok=True)
-    for path, text in expected_files(values_dir, chart).items():
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            written.append(path)
-    return written
+    return generated.write(expected_files(values_dir, chart))

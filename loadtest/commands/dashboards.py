@@ -2,34 +2,19 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 
-from .. import paths
 from ..errors import UsageError
+from .generated import check_or_write
 
 
 def run(args) -> int:
-    paths.checkout("loadtest dashboards")
     if importlib.util.find_spec("grafana_foundation_sdk") is None:
         raise UsageError("the dashboards are written with grafana-foundation-sdk: pip install 'loadtest[dev]' "
                          "(scripts/setup installs it)")
     from .. import dashboards  # only this command needs the SDK
 
-    if args.check:
-        stale = dashboards.stale_files()
-        for path in stale:
-            print(f"out of date: {paths.shown(path)}")
-        if stale:
-            print("run `loadtest dashboards` and commit the result", file=sys.stderr)
-            return 1
-        print(f"dashboards match loadtest/dashboards.py ({len(dashboards.DASHBOARDS)} files)")
-        return 0
-    written = dashboards.write()
-    for path in written:
-        print(f"wrote {paths.shown(path)}")
-    if not written:
-        print("dashboards already up to date")
-    return 0
+    return check_or_write(args.check, dashboards, "dashboards",
+                          f"dashboards match loadtest/dashboards.py ({len(dashboards.DASHBOARDS)} files)")
 
 
 def register(sub) -> None:

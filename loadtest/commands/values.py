@@ -1,28 +1,13 @@
 """`loadtest values`: regenerate values/*.yaml from the catalog, and what the chart lists from the registries."""
 from __future__ import annotations
 
-import sys
-
-from .. import paths, valuesgen
+from .. import valuesgen
+from .generated import check_or_write
 
 
 def run(args) -> int:
-    paths.checkout("loadtest values")
-    if args.check:
-        stale = valuesgen.stale_files()
-        for p in stale:
-            print(f"out of date: {paths.shown(p)}")
-        if stale:
-            print("run `loadtest values` and commit the result", file=sys.stderr)
-            return 1
-        print("values files, schema enums and the chart's registry helpers match the catalog and registries")
-        return 0
-    written = valuesgen.write()
-    for p in written:
-        print(f"wrote {paths.shown(p)}")
-    if not written:
-        print("everything already up to date")
-    return 0
+    return check_or_write(args.check, valuesgen, "values",
+                          "values files, schema enums and the chart's registry helpers match the catalog and registries")
 
 
 def register(sub) -> None:

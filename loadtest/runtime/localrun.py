@@ -6,6 +6,7 @@ saturation rules' thresholds.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,18 +29,14 @@ class LocalRunError(RunFailed):
     pass
 
 
-@dataclass
-class Result:
+@dataclass(frozen=True)
+class Result(locuststats.RunStats):
+    """The run's final figures (Locust's), what was run, and the CPU each side used."""
+
     scenario: str
     workers: int
     users: int
     run_time_s: int
-    requests: int
-    failures: int
-    rps: float
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
     worker_cpu: list[float] = field(default_factory=list)  # mean fraction of one core per worker
     target_cpu: float | None = None  # mean cores used by the target's processes
     target_cpus: int = 1
@@ -113,9 +110,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     if final is None:
         raise LocalRunError(f"Locust wrote no stats; see {workdir}/{MASTER}.log")
     return Result(
-        scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
-        requests=final.requests, failures=final.failures, rps=final.rps,
-        p50_ms=final.p50_ms, p95_ms=final.p95_ms, p99_ms=final.p99_ms,
+        **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
         worker_cpu=[m.mean or 0.0 for m in worker_meters], target_cpu=target_meter.mean,
         target_cpus=server.cpus, target=target, tls_mode=tls_mode,
         host_cpu=sum(host_samples) / len(host_samples) if host_samples else None,
