@@ -12,5 +12,5 @@
 
 {{/* The files the backend serves at /<name>, with their sizes in bytes: every scenario's payload. */}}
 {{- define "common.payloads" -}}
-{"1kb": 1024, "0kb": 0}
+{"1kb": 1024, "0kb": 0, "16kb": 16384}
 {{- end -}}
