@@ -3,6 +3,7 @@ installs finds them outside any checkout (loadtest.paths), or in the checkout LO
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,8 +18,12 @@ def installed(tmp_path_factory):
     """The wheel's files unpacked into a folder, as `pip install` lays them out: (folder, environment that runs them
     ahead of the checkout's editable install, from a folder outside the checkout)."""
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools builds in the source folder, and the checkout stays as it is.
+    source = out / "source"
+    shutil.copytree(paths.HOME, source, symlinks=True,
+                    ignore=shutil.ignore_patterns(".git", "tests", "build", "*.egg-info", "__pycache__"))
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(out), str(paths.HOME)], capture_output=True, text=True, timeout=300)
+                            "-w", str(out), str(source)], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
     (wheel,) = out.glob("loadtest-*.whl")
     site = out / "site"
