@@ -20,8 +20,9 @@ def installed(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     # Built from a copy: setuptools builds in the source folder, and the checkout stays as it is.
     source = out / "source"
-    shutil.copytree(paths.HOME, source, symlinks=True,
-                    ignore=shutil.ignore_patterns(".git", "tests", "build", "*.egg-info", "__pycache__"))
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(paths.HOME, source, symlinks=True, ignore=lambda folder, names: {
+        *skip(folder, names), *({".git", "tests", "build"} & set(names) if folder == str(paths.HOME) else ())})
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                             "-w", str(out), str(source)], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
