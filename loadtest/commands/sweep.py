@@ -11,12 +11,14 @@ Two ways to run: `--local` starts the whole stack on this machine, `--release` d
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .. import paths, report, scenarios, targets, units
 from ..errors import RunFailed, UsageError
-from ..sweep import KINDS, MIN_WARMUP_S, Spec, parse_steps
+from ..sweep import KINDS, MIN_WARMUP_S, Spec, measured_window, parse_steps
 from ..runtime import sweep_cluster, sweep_local
+from ..runtime.locustweb import CREDENTIALS_ENV
 from ..runtime.sweeper import Sweeper
 
 
@@ -28,6 +30,16 @@ def print_summary(sweep: report.Sweep, files: dict[str, Path], out=print) -> Non
     out("report: " + ", ".join(str(p) for p in files.values()))
 
 
+def locust_credentials(args) -> str | None:
+    """The web UI's "user:password": --locust-auth-file, else $LOADTEST_LOCUST_AUTH, else none."""
+    if args.locust_auth_file:
+        try:
+            return Path(args.locust_auth_file).read_text().strip()
+        except OSError as e:
+            raise UsageError(f"--locust-auth-file {args.locust_auth_file}: {e.strerror}") from None
+    return os.environ.get(CREDENTIALS_ENV) or None
+
+
 def run(args) -> int:
     spec = Spec(kind=args.sweep, loads=parse_steps(args.steps),
                 warmup_s=units.parse_duration_s(args.warmup, "--warmup"),
@@ -36,6 +48,8 @@ def run(args) -> int:
     if args.local == bool(args.release):
         raise UsageError("say where to sweep: --local (this machine) or --release NAME (an installed release)")
     if args.local:
+        # Checked before the stack starts; a release's scrape interval is read from its Prometheus first thing.
+        measured_window(spec.hold_s, sweep_local.SCRAPE_S)
         driver = sweep_local.LocalDriver(
             Path(args.output) / "stack", scenario=args.scenario, target=args.target, tls_mode=args.tls_mode,
             workers=args.workers, wait_s=args.wait, values=sweep_local.parse_set(args.set), spec=spec,
@@ -45,7 +59,8 @@ def run(args) -> int:
             raise UsageError("--release needs --prometheus URL and --locust URL (port-forwards; see NOTES.txt)")
         driver = sweep_cluster.ClusterDriver(
             args.release, args.namespace, Path(args.chart), args.locust, args.prometheus, spec=spec,
-            kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, progress=print)
+            kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, locust_credentials=locust_credentials(args),
+            progress=print)
     with driver:
         sweep = Sweeper(driver, spec).run()
     if not sweep.records:
@@ -63,8 +78,9 @@ def register(sub) -> None:
     where.add_argument("--release", help="drive this installed release (helm upgrade and Locust's web API)")
     where.add_argument("--namespace", default="default", help="the release's namespace (default: default)")
     where.add_argument("--prometheus", help="the release's Prometheus, e.g. http://127.0.0.1:9090 (port-forward)")
-    where.add_argument("--locust", help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward); "
-                                        "http://user:password@… when locust.webAuth is on")
+    where.add_argument("--locust", help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward)")
+    where.add_argument("--locust-auth-file", metavar="FILE",
+                       help=f"file holding the web UI's user:password (locust.webAuth; default: ${CREDENTIALS_ENV})")
     where.add_argument("--chart", default=str(paths.CHART), help="chart to upgrade with (default: loadtest's own)")
     where.add_argument("--kubeconfig", help="kubeconfig for helm (default: helm's own)")
     steps = p.add_argument_group("steps")

@@ -74,7 +74,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             "--autostart", "--autoquit", "0", "-u", str(users), "-r", str(spawn_rate), "-t", f"{run_time_s}s",
             "--host", host, "--csv", str(workdir / "stats"), "--json-file", str(workdir / "stats"),
             "--exit-code-on-error", "0", expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
-        web = LocustWeb(locust.web_url)
+        web = LocustWeb(locust.web_url, locust.web_credentials)
         worker_meters = [CpuMeter(w.pid) for w in locust.start_workers(workers)]
         target_meter = CpuMeter(server.proc.pid)
         psutil.cpu_percent(None)

@@ -2,10 +2,13 @@
 a run's Processes, so they log beside the run's other processes and stop with them.
 
 The CLI's local run, the sweep's local stack, the calibration, the benchmarks and the tests all start Locust here,
-so the command lines they run are the same.
+so the command lines they run are the same. A web UI gets a password of its own for the run (the chart's
+`locust.webAuth`, on by default, does the same in a cluster): even on 127.0.0.1, another user of the machine could
+otherwise aim the workers at any host.
 """
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +16,8 @@ from pathlib import Path
 from .processes import LOCAL_HOST, Processes, free_port
 
 MASTER = "locust-master"
+# The locustfiles' loadtest_lib protects the web UI with the "user:password" in this variable.
+WEB_AUTH_ENV = "LOADTEST_WEB_AUTH"
 
 
 def command(locustfiles: Path | list[Path]) -> list[str]:
@@ -29,28 +34,33 @@ class Locust:
         self.procs, self.cmd, self.env, self.cwd = procs, command(locustfiles), env or {}, cwd
         self.master_port = free_port()
         self.web_port: int | None = None
+        self.web_credentials: str | None = None  # "user:password" of the web UI
         self.workers: list[subprocess.Popen] = []
 
     @property
     def web_url(self) -> str:
         return f"http://{LOCAL_HOST}:{self.web_port}"
 
-    def _ui(self, web: bool) -> list[str]:
-        """The web UI on a free port, or none (headless)."""
+    def _ui(self, web: bool, env: dict[str, str]) -> list[str]:
+        """The web UI on a free port behind a password of its own (the caller's LOADTEST_WEB_AUTH when `env` has
+        one; the locustfiles' loadtest_lib enforces it), or none (headless)."""
         if not web:
             return ["--headless"]
         self.web_port = free_port()
+        env.setdefault(WEB_AUTH_ENV, f"locust:{secrets.token_urlsafe(18)}")
+        self.web_credentials = env[WEB_AUTH_ENV]
         return ["--web-host", LOCAL_HOST, "--web-port", str(self.web_port)]
 
     def start_master(self, *args: str, web: bool = True, expect_workers: int = 0, expect_workers_wait_s: int = 15,
                      env: dict[str, str] | None = None) -> subprocess.Popen:
         """The master, with its web UI on a free port (`web`) or headless; `args` are the run's own options."""
-        ui = self._ui(web)
+        env = {**self.env, **(env or {})}
+        ui = self._ui(web, env)
         expect = (["--expect-workers", str(expect_workers), "--expect-workers-max-wait", str(expect_workers_wait_s)]
                   if expect_workers else [])
         return self.procs.start(MASTER, self.cmd + [
             "--master", "--master-bind-host", LOCAL_HOST, "--master-bind-port", str(self.master_port),
-            *ui, *expect, *args], env={**self.env, **(env or {})}, cwd=self.cwd)
+            *ui, *expect, *args], env=env, cwd=self.cwd)
 
     def start_workers(self, count: int) -> list[subprocess.Popen]:
         """Start workers until `count` run (never fewer: a started worker keeps running)."""
@@ -62,5 +72,5 @@ class Locust:
 
     def start_standalone(self, *args: str, web: bool = False, env: dict[str, str] | None = None) -> subprocess.Popen:
         """One process that generates the load itself, headless or with its web UI (`web`)."""
-        return self.procs.start("locust", self.cmd + [*self._ui(web), *args], env={**self.env, **(env or {})},
-                                cwd=self.cwd)
+        env = {**self.env, **(env or {})}
+        return self.procs.start("locust", self.cmd + [*self._ui(web, env), *args], env=env, cwd=self.cwd)

@@ -1,7 +1,8 @@
 """Locust's web API, as a sweep drives it: live status, start or resize the swarm, stop it.
 
-The same calls work against the local master and, through `kubectl port-forward`, the chart's master; a URL with
-`user:password@` sends the web UI's basic-auth credentials (`locust.webAuth`).
+The same calls work against the local master and, through `kubectl port-forward`, the chart's master; `credentials`
+("user:password") go as the web UI's basic auth (`locust.webAuth`). A URL never carries them: a command line shows
+in `ps` and in shell history.
 """
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from ..errors import RunFailed
+from ..errors import RunFailed, UsageError
+
+# Where the CLI takes the web UI's "user:password" from (or a file: --locust-auth-file).
+CREDENTIALS_ENV = "LOADTEST_LOCUST_AUTH"
 
 
 class LocustWebError(RunFailed):
@@ -20,13 +24,16 @@ class LocustWebError(RunFailed):
 
 
 class LocustWeb:
-    def __init__(self, url: str):
+    def __init__(self, url: str, credentials: str | None = None):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise LocustWebError(f"Locust URL {url!r} is not like http://127.0.0.1:8089")
+            raise UsageError(f"Locust URL {url!r} is not like http://127.0.0.1:8089")
+        if parts.username or parts.password:
+            raise UsageError(f"Locust URL {parts.scheme}://…@{parts.hostname}: leave the credentials out of the URL "
+                             f"(it shows in ps and shell history); export {CREDENTIALS_ENV}=user:password or pass "
+                             "--locust-auth-file FILE")
         self.headers = {}
-        if parts.username:
-            credentials = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        if credentials:
             self.headers["Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
         netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
         self.url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
@@ -38,8 +45,8 @@ class LocustWeb:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return json.load(response)
         except urllib.error.HTTPError as e:
-            hint = " (the web UI wants credentials: put them in the URL, http://user:password@host:port)" \
-                if e.code == 401 else ""
+            hint = (f" (the web UI wants credentials: export {CREDENTIALS_ENV}=user:password or pass "
+                    "--locust-auth-file FILE)") if e.code == 401 else ""
             raise LocustWebError(f"Locust at {self.url} answered {path} with HTTP {e.code}{hint}") from None
         except (OSError, ValueError) as e:
             raise LocustWebError(f"Locust at {self.url} did not answer {path}: {e}") from None

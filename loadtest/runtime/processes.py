@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -67,7 +68,8 @@ class Processes:
             stop(proc, max(0.1, deadline - time.monotonic()))
 
     def wait_http(self, name: str, url: str, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
-        """Wait until `url` answers; fail early with the log tail if process `name` exits first."""
+        """Wait until `url` answers, whatever its status; fail early with the log tail if process `name` exits
+        first."""
         proc = self.procs[name]
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -76,6 +78,8 @@ class Processes:
             try:
                 with urllib.request.urlopen(url, timeout=1):
                     return
+            except urllib.error.HTTPError:
+                return  # it answers (a 401 of a web UI behind its password, say)
             except OSError:
                 time.sleep(0.1)
         raise RunFailed(f"{name} did not answer {url} within {timeout_s:.0f} s:\n{self.log_tail(name)}")

@@ -28,10 +28,11 @@ class ClusterError(RunFailed):
 
 class ClusterDriver:
     def __init__(self, release: str, namespace: str, chart: Path, locust_url: str | None,
-                 prometheus_url: str | None, *, spec: Spec, kubeconfig: Path | None = None, progress=print):
+                 prometheus_url: str | None, *, spec: Spec, kubeconfig: Path | None = None,
+                 locust_credentials: str | None = None, progress=print):
         self.release, self.namespace, self.chart, self.kubeconfig = release, namespace, chart, kubeconfig
         self.spec, self.progress = spec, progress
-        self.locust = LocustWeb(locust_url) if locust_url else None
+        self.locust = LocustWeb(locust_url, locust_credentials) if locust_url else None
         self.prometheus = Prometheus(prometheus_url) if prometheus_url else None
         self.values = self.release_values()
         locust = self.values.get("locust", {})

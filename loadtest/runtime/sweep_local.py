@@ -30,7 +30,7 @@ from .prom import Prometheus, PrometheusError
 from .stack import Stack
 
 RELEASE = "local"
-SCRAPE_INTERVAL = "1s"
+SCRAPE_S = 1  # Prometheus scrapes (and evaluates the rules) every second here
 # --set keys the local stack owns: where things listen and what they forward to.
 OWNED_KEYS = ("bindAddress", "ports", "upstream", "hostname")
 
@@ -67,7 +67,7 @@ def prometheus_config(release: str, jobs: list[ScrapeJob]) -> dict:
         return {"job_name": j.name, "metrics_path": f"/{path}",
                 "static_configs": [{"targets": [address], "labels": labels}]}
 
-    return {"global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+    return {"global": {"scrape_interval": f"{SCRAPE_S}s", "evaluation_interval": f"{SCRAPE_S}s"},
             "rule_files": [str(rules.RULES_FILE)], "scrape_configs": [job(j) for j in jobs]}
 
 
@@ -145,7 +145,7 @@ class LocalDriver:
         self.launcher = Locust(procs, self.scenario.locustfile, env={"LOADTEST_WAIT": f"{self.wait_s:g}"})
         self.launcher.start_master("--enable-rebalancing", "--host", self.server.url(tls=self.tls_mode != "none"),
                                    env={"LOADTEST_METRICS_PORT": str(locust_metrics)})
-        self.locust = LocustWeb(self.launcher.web_url)
+        self.locust = LocustWeb(self.launcher.web_url, self.launcher.web_credentials)
         procs.wait_http(MASTER, f"{self.locust.url}/stats/requests")
         self._start_workers(self.workers)
         try:

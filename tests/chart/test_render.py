@@ -187,9 +187,13 @@ def test_workers_join_the_master(helm):
     rendered = helm.render()
     args = container_args(rendered.get("Deployment", WORKER))
     assert args == ["--locustfile=/home/locust/locustfiles/keepalive_1kb.py", "--worker",
-                    f"--master-host={MASTER}", "--master-port=5557"]
-    ports = {p["name"]: p["port"] for p in rendered.get("Service", MASTER)["spec"]["ports"]}
-    assert ports == {"web": 8089, "workers": 5557}
+                    "--master-host=lt-locust-workers", "--master-port=5557"]
+    # The workers' port has a ClusterIP Service of its own; the web UI's Service never carries it.
+    workers = rendered.get("Service", "lt-locust-workers")["spec"]
+    assert workers["type"] == "ClusterIP" and [(p["name"], p["port"]) for p in workers["ports"]] == [("workers", 5557)]
+    ui = rendered.get("Service", MASTER)["spec"]
+    assert [(p["name"], p["port"]) for p in ui["ports"]] == [("web", 8089)]
+    assert workers["selector"] == ui["selector"]
 
 
 def test_locustfiles_configmap_holds_exactly_the_locustfiles(helm):
@@ -205,39 +209,49 @@ def test_locustfiles_configmap_holds_exactly_the_locustfiles(helm):
         expected = {"locustfiles": "/home/locust/locustfiles", "tmp": "/tmp"}
         if name == MASTER:  # prometheus_client for the metrics plugin, pip-installed by an init container
             expected["plugin-packages"] = "/home/locust/plugin-packages"
+            expected["web-auth"] = "/etc/loadtest/web-auth"
         assert mounts == expected
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert env["PYTHONDONTWRITEBYTECODE"] == "1" and env["HOME"] == "/tmp"
 
 
-def test_web_auth_secret_is_generated(helm):
-    rendered = helm.render(None, *VARIANTS["web-auth"])
+def web_auth_file(spec: dict) -> str:
+    """The Secret a pod reads the web UI's credentials from: LOADTEST_WEB_AUTH_FILE on a read-only mount of it."""
+    (container,) = spec["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["LOADTEST_WEB_AUTH_FILE"] == {"name": "LOADTEST_WEB_AUTH_FILE",
+                                             "value": "/etc/loadtest/web-auth/credentials"}
+    assert "LOADTEST_WEB_AUTH" not in env and not [e for e in container["env"] if "valueFrom" in e]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/etc/loadtest/web-auth"]
+    assert mount["readOnly"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["items"] == [{"key": "credentials", "path": "credentials"}]
+    return volume["secret"]["secretName"]
+
+
+def test_web_auth_is_on_by_default_with_a_generated_secret(helm):
+    rendered = helm.render()
     secret = rendered.get("Secret", "lt-locust-web-auth")
     credentials = base64.b64decode(secret["data"]["credentials"]).decode()
     user, password = credentials.split(":")
     assert user == "locust" and re.fullmatch(r"[A-Za-z0-9]{24}", password)
     # Only the Secret holds it (base64): no plain password anywhere in the rendered objects.
     assert password not in rendered.text
-    (container,) = rendered.get("Deployment", MASTER)["spec"]["template"]["spec"]["containers"]
-    (auth,) = [e for e in container["env"] if e["name"] == "LOADTEST_WEB_AUTH"]
-    assert auth == {"name": "LOADTEST_WEB_AUTH",
-                    "valueFrom": {"secretKeyRef": {"name": "lt-locust-web-auth", "key": "credentials"}}}
+    assert web_auth_file(rendered.get("Deployment", MASTER)["spec"]["template"]["spec"]) == "lt-locust-web-auth"
 
 
 def test_web_auth_existing_secret(helm):
     rendered = helm.render(None, *VARIANTS["web-auth-existing-secret"])
     assert rendered.of_kind("Secret") == []
-    (container,) = rendered.get("Deployment", MASTER)["spec"]["template"]["spec"]["containers"]
-    (auth,) = [e for e in container["env"] if e["name"] == "LOADTEST_WEB_AUTH"]
-    assert auth["valueFrom"]["secretKeyRef"] == {"name": "ui", "key": "credentials"}
+    assert web_auth_file(rendered.get("Deployment", MASTER)["spec"]["template"]["spec"]) == "ui"
 
 
-def test_web_auth_off_by_default(helm):
-    rendered = helm.render()
+def test_web_auth_is_an_explicit_opt_out(helm):
+    rendered = helm.render(None, "--set", "locust.webAuth.enabled=false")
     assert rendered.of_kind("Secret") == []
     for name, spec in rendered.pod_specs():
         for container in spec["containers"]:
-            assert "LOADTEST_WEB_AUTH" not in [e["name"] for e in container.get("env", [])], name
+            assert not [e for e in container.get("env", []) if e["name"].startswith("LOADTEST_WEB_AUTH")], name
 
 
 def test_service_accounts(helm):
@@ -321,7 +335,25 @@ def test_notes(helm, tmp_path):
     assert "helm upgrade lt charts/loadtest -n loadtest --reuse-values --set locust.worker.replicas=" in text
     assert "helm test lt -n loadtest" in text
     assert "c5.xlarge" in text and "Target:  http://lt-backend:80" in text
-    assert "get secret" not in text
+    assert "kubectl -n loadtest get secret lt-locust-web-auth -o jsonpath='{.data.credentials}'" in text
+    assert "WARNING" not in text  # a ClusterIP UI
+
+
+def test_notes_without_web_auth_say_so(helm, tmp_path):
+    text = notes(helm, tmp_path, "--set", "locust.webAuth.enabled=false")
+    assert "get secret" not in text and "asks for no password (locust.webAuth.enabled=false)" in text
+
+
+@pytest.mark.parametrize("service, ranges, says", [
+    ("NodePort", (), "reachable from outside the cluster (NodePort, from anywhere: set "
+                     "locust.master.service.loadBalancerSourceRanges)"),
+    ("LoadBalancer", ("--set", "locust.master.service.loadBalancerSourceRanges={203.0.113.0/24}"),
+     "reachable from outside the cluster (LoadBalancer, from 203.0.113.0/24)"),
+])
+def test_notes_warn_in_one_line_when_the_ui_leaves_the_cluster(helm, tmp_path, service, ranges, says):
+    text = notes(helm, tmp_path, "--set", f"locust.master.service.type={service}", *ranges)
+    (warning,) = [line for line in text.splitlines() if line.startswith("WARNING")]
+    assert says in warning and "aim the workers at any host" in warning
 
 
 def test_notes_with_monitoring_show_grafana_and_the_sweep(helm, tmp_path):
@@ -330,6 +362,8 @@ def test_notes_with_monitoring_show_grafana_and_the_sweep(helm, tmp_path):
     assert "kubectl -n loadtest port-forward svc/lt-grafana 3000:3000" in text
     assert "get secret lt-grafana-admin -o jsonpath='{.data.admin-password}'" in text
     assert "kubectl -n loadtest port-forward svc/lt-prometheus 9090:9090 &" in text
+    assert ("export LOADTEST_LOCUST_AUTH=\"$(kubectl -n loadtest get secret lt-locust-web-auth "
+            "-o jsonpath='{.data.credentials}' | base64 -d)\"") in text
     assert ("loadtest sweep --release lt --namespace loadtest --prometheus http://127.0.0.1:9090 "
             "--locust http://127.0.0.1:8089 --sweep users --steps") in text
 
@@ -355,6 +389,6 @@ def test_test_hooks(helm):
     env = {e["name"]: e for e in pods["lt-test-locust"]["spec"]["containers"][0]["env"]}
     assert env["MASTER_URL"]["value"] == "http://lt-locust-master:8089"
     assert env["EXPECTED_WORKERS"]["value"] == "2"
-    assert env["LOADTEST_WEB_AUTH"]["valueFrom"]["secretKeyRef"]["name"] == "lt-locust-web-auth"
+    assert web_auth_file(pods["lt-test-locust"]["spec"]) == "lt-locust-web-auth"
     assert [p["metadata"]["name"] for p in helm.render(None, *VARIANTS["backend-only"]).of_kind("Pod")] == [
         "lt-test-backend"]

@@ -49,6 +49,19 @@ BAD = {
     "backend-keepalive-timeout-words": (["--set", "backend.keepaliveTimeout=forever"], "backend", "keepaliveTimeout"),
     "backend-memory-lots": (["--set", "backend.resources.requests.memory=lots"], "backend",
                             "resources.requests.memory"),
+    # Who may start a load: a UI outside the cluster needs its password.
+    "load-balancer-ui-without-auth": (["--set", "locust.master.service.type=LoadBalancer",
+                                       "--set", "locust.webAuth.enabled=false"], "locust", "webAuth.enabled"),
+    "node-port-ui-without-auth": (["--set", "locust.master.service.type=NodePort",
+                                   "--set", "locust.webAuth.enabled=false"], "locust", "webAuth.enabled"),
+    "source-range-not-a-cidr": (["--set", "locust.master.service.type=LoadBalancer",
+                                 "--set", "locust.master.service.loadBalancerSourceRanges={office}"],
+                                "locust", "master.service.loadBalancerSourceRanges.0"),
+    "service-annotation-not-a-string": (["--set", "locust.master.service.annotations.a=1"], "locust",
+                                        "master.service.annotations.a"),
+    "network-policy-not-boolean": (["--set", "networkPolicy.enabled=yes"], "loadtest", "networkPolicy.enabled"),
+    "network-policy-peer-unknown-key": (["--set", "networkPolicy.metricsFrom[0].pods=all"], "loadtest",
+                                        "Additional property pods"),
 }
 
 GOOD = {
@@ -67,6 +80,12 @@ GOOD = {
     "local-bind-address": ["--set", "backend.bindAddress=127.0.0.1:"],
     "tolerations": ["--set", "locust.worker.tolerations[0].key=dedicated",
                     "--set", "locust.worker.tolerations[0].operator=Exists"],
+    "internal-load-balancer-with-auth": [
+        "--set", "locust.master.service.type=LoadBalancer",
+        "--set", "locust.master.service.loadBalancerSourceRanges={198.18.0.0/15}",
+        "--set", r"locust.master.service.annotations.service\.beta\.kubernetes\.io/aws-load-balancer-scheme=internal"],
+    "web-auth-off-behind-port-forward": ["--set", "locust.webAuth.enabled=false"],
+    "no-network-policies": ["--set", "networkPolicy.enabled=false"],
 }
 
 

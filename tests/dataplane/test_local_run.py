@@ -78,3 +78,28 @@ def test_web_ui_basic_auth_rejects_strangers_and_admits_the_secret_holder(locust
                                  headers={"Authorization": "Basic " + b64encode(b"admin:s3cret").decode()})
     with urllib.request.urlopen(req, timeout=5) as ok:
         assert ok.status == 200
+
+
+def test_a_local_master_admits_nobody_without_its_run_password(tmp_path):
+    """Even on 127.0.0.1 another user of the machine must not aim the workers: the launcher gives every web UI a
+    password of its own, and /swarm (which takes a host) refuses a request without it."""
+    with Processes(tmp_path) as procs:
+        locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile)
+        locust.start_master("--host", "http://127.0.0.1:9")
+        procs.wait_http("locust-master", f"{locust.web_url}/")
+        user, password = locust.web_credentials.split(":")
+        assert user == "locust" and len(password) >= 24
+        form = b"user_count=1&spawn_rate=1&host=http%3A%2F%2F198.18.0.1"
+        for path, data in (("/swarm", form), ("/stats/requests", None), ("/", None)):
+            with pytest.raises(urllib.error.HTTPError) as denied:
+                urllib.request.urlopen(urllib.request.Request(locust.web_url + path, data=data), timeout=5)
+            assert denied.value.code == 401, path
+        wrong = {"Authorization": "Basic " + b64encode(b"locust:guess").decode()}
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(urllib.request.Request(locust.web_url + "/stats/requests", headers=wrong),
+                                   timeout=5)
+        assert denied.value.code == 401
+        right = {"Authorization": "Basic " + b64encode(locust.web_credentials.encode()).decode()}
+        with urllib.request.urlopen(urllib.request.Request(locust.web_url + "/stats/requests", headers=right),
+                                    timeout=5) as ok:
+            assert ok.status == 200

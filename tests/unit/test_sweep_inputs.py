@@ -5,7 +5,7 @@ import pytest
 
 from loadtest import calibration, commands, sweep
 from loadtest.runtime import prom, sweep_local
-from loadtest.runtime.locustweb import LocustWeb, LocustWebError
+from loadtest.runtime.locustweb import LocustWeb
 
 
 def run(capsys, *argv):
@@ -60,12 +60,15 @@ def test_prometheus_durations(text, seconds):
     assert prom.duration_s(text) == seconds
 
 
-def test_locust_url_credentials_become_basic_auth():
-    web = LocustWeb("http://admin:s%40cret@127.0.0.1:8089/")
+def test_locust_credentials_become_basic_auth_and_never_ride_in_the_url():
+    web = LocustWeb("http://127.0.0.1:8089/", "admin:s@cret")
     assert web.url == "http://127.0.0.1:8089"
     assert web.headers == {"Authorization": "Basic YWRtaW46c0BjcmV0"}  # admin:s@cret
-    with pytest.raises(LocustWebError, match="not like http://"):
+    with pytest.raises(ValueError, match="not like http://"):
         LocustWeb("127.0.0.1:8089")
+    with pytest.raises(ValueError, match="leave the credentials out of the URL .* LOADTEST_LOCUST_AUTH") as refused:
+        LocustWeb("http://admin:s%40cret@127.0.0.1:8089/")
+    assert "s%40cret" not in str(refused.value) and "admin" not in str(refused.value)
 
 
 def test_calibration_from_a_sweep_takes_the_busiest_step(tmp_path):

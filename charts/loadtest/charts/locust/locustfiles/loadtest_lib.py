@@ -15,7 +15,9 @@ from locust import events
 
 import loadtest_metrics  # noqa: F401  (registering it serves the run's Prometheus metrics)
 
-# "user:password" for HTTP basic auth on the web UI; the chart sets it from a Secret when webAuth is enabled.
+# "user:password" for HTTP basic auth on the web UI: in a file (the chart mounts its Secret there when webAuth is
+# enabled), or in the environment (a local run).
+WEB_AUTH_FILE_ENV = "LOADTEST_WEB_AUTH_FILE"
 WEB_AUTH_ENV = "LOADTEST_WEB_AUTH"
 
 
@@ -24,14 +26,26 @@ def setting(name: str, default: str) -> str:
     return os.environ.get(f"LOADTEST_{name.upper()}", default)
 
 
+def web_auth_credentials() -> tuple[str, str]:
+    """The web UI's "user:password", from LOADTEST_WEB_AUTH_FILE or LOADTEST_WEB_AUTH; (source, "") when neither."""
+    path = os.environ.get(WEB_AUTH_FILE_ENV)
+    if path:
+        try:
+            with open(path) as f:
+                return path, f.read().strip()
+        except OSError as e:
+            raise SystemExit(f"{WEB_AUTH_FILE_ENV}={path}: {e.strerror}") from None
+    return WEB_AUTH_ENV, os.environ.get(WEB_AUTH_ENV, "")
+
+
 @events.init.add_listener
 def _protect_web_ui(environment, web_ui=None, **_):
-    credentials = os.environ.get(WEB_AUTH_ENV)
+    source, credentials = web_auth_credentials()
     if not credentials or web_ui is None:
         return
     user, sep, password = credentials.partition(":")
     if not (sep and user and password):
-        raise SystemExit(f"{WEB_AUTH_ENV} must look like 'user:password'")
+        raise SystemExit(f"{source} must hold 'user:password'")
     from flask import Response, request
 
     @web_ui.app.before_request
