@@ -194,19 +194,28 @@ def test_grafana_password_is_generated_never_a_default(helm):
     assert base64.b64decode(secret["admin-user"]).decode() == "admin"
     password = base64.b64decode(secret["admin-password"]).decode()
     assert re.fullmatch(r"[A-Za-z0-9]{24}", password) and password not in rendered.text
-    (container,) = rendered.get("Deployment", f"{RELEASE}-grafana")["spec"]["template"]["spec"]["containers"]
+    assert grafana_admin_secret(rendered) == f"{RELEASE}-grafana-admin"
+
+
+def grafana_admin_secret(rendered) -> str:
+    """The Secret Grafana reads its admin's name and password from: files of a read-only mount, never env."""
+    spec = rendered.get("Deployment", f"{RELEASE}-grafana")["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
     env = {e["name"]: e for e in container["env"]}
-    assert env["GF_SECURITY_ADMIN_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": f"{RELEASE}-grafana-admin", "key": "admin-password"}
+    assert env["GF_SECURITY_ADMIN_PASSWORD__FILE"]["value"] == "/etc/grafana/admin/admin-password"
+    assert env["GF_SECURITY_ADMIN_USER__FILE"]["value"] == "/etc/grafana/admin/admin-user"
+    assert not [e for e in container["env"] if "valueFrom" in e or e["name"] == "GF_SECURITY_ADMIN_PASSWORD"]
     assert env["GF_AUTH_ANONYMOUS_ENABLED"]["value"] == "false"
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/etc/grafana/admin"]
+    assert mount["readOnly"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    return volume["secret"]["secretName"]
 
 
 def test_grafana_existing_secret(helm):
     rendered = helm.render(None, *MONITORING, "--set", "monitoring.grafana.existingSecret=grafana-login")
     assert not [s for s in rendered.of_kind("Secret") if "grafana" in s["metadata"]["name"]]
-    (container,) = rendered.get("Deployment", f"{RELEASE}-grafana")["spec"]["template"]["spec"]["containers"]
-    refs = {e["valueFrom"]["secretKeyRef"]["name"] for e in container["env"] if "valueFrom" in e}
-    assert refs == {"grafana-login"}
+    assert grafana_admin_secret(rendered) == "grafana-login"
 
 
 def test_monitoring_pods_stay_off_the_generator_nodes(helm):
@@ -259,3 +268,17 @@ def test_dockerfile_installs_the_same_pinned_requirements():
 def test_values_schema_rejects_an_unknown_mode(helm):
     result = helm.template(*MONITORING, "--set", "monitoring.mode=sidecar")
     assert result.returncode != 0 and "mode" in result.stderr
+
+
+def test_prometheus_can_keep_its_samples_on_a_claim_that_outlives_the_release(helm):
+    default = helm.render(None, *MONITORING)
+    assert default.of_kind("PersistentVolumeClaim") == []
+    rendered = helm.render(None, *MONITORING, "--set", "monitoring.prometheus.persistence.enabled=true",
+                           "--set", "monitoring.prometheus.storageSize=20Gi")
+    claim = rendered.get("PersistentVolumeClaim", f"{RELEASE}-prometheus")
+    assert claim["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "20Gi" and "storageClassName" not in claim["spec"]
+    spec = rendered.get("Deployment", f"{RELEASE}-prometheus")["spec"]
+    assert spec["strategy"]["type"] == "Recreate"  # one writer of the TSDB at a time
+    (data,) = [v for v in spec["template"]["spec"]["volumes"] if v["name"] == "data"]
+    assert data == {"name": "data", "persistentVolumeClaim": {"claimName": f"{RELEASE}-prometheus"}}

@@ -50,7 +50,7 @@ The in-chart scrape configuration and the PodMonitors of operator mode are both 
   path: /metrics
   role: generator
 {{- if .Values.targets.inChart }}
-{{- range list "backend" "nginx-ingress" "haproxy" }}
+{{- range (include "common.targetComponents" . | fromJson) }}
 - name: {{ . }}
   namespace: {{ $.Release.Namespace }}
   selector:
