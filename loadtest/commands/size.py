@@ -10,6 +10,8 @@ def run(args) -> int:
     worker_mem = units.parse_memory_mi(args.worker_memory)
     plan = sizing.plan_workers(shape, args.nodes, worker_cpu_m=worker_cpu, worker_memory_mi=worker_mem)
     print(f"{args.nodes} x {args.node_type}: {plan.replicas} workers at {units.cpu(worker_cpu)}")
+    if warning := sizing.thin_worker_warning(worker_cpu):
+        print(f"  WARNING: {warning}")
     for line in plan.explain():
         print(f"  {line}")
     print(

@@ -63,3 +63,11 @@ def test_every_documented_key_has_a_default_in_the_reference():
     text = valuesdoc.render()
     assert "| `locust.worker.replicas` | `2` |" in text
     assert "| `backend.port` | `8080` |" in text
+
+
+def test_size_warns_about_thin_workers_with_the_fields_numbers(capsys):
+    assert commands.main(["size", "--node-type", "m5.large", "--nodes", "2", "--worker-cpu", "500m"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: workers at 500m CPU" in out and "5 workers at 100m gave ~230 RPS" in out
+    assert commands.main(["size", "--node-type", "m5.large", "--nodes", "2"]) == 0
+    assert "WARNING" not in capsys.readouterr().out

@@ -5,11 +5,18 @@ passed in a dict; "ctx" is always the calling chart's root context ($).
 */}}
 
 {{/*
-Object name: <release>-<component>, truncated to the 63 characters of a DNS label.
+Object name: <release>-<component>, within the 63 characters of a DNS label (see below for long release names).
 Usage: include "common.fullname" (dict "ctx" $ "component" "locust-master")
 */}}
 {{- define "common.fullname" -}}
-{{- printf "%s-%s" .ctx.Release.Name .component | trunc 63 | trimSuffix "-" -}}
+{{- $name := printf "%s-%s" .ctx.Release.Name .component -}}
+{{- if gt (len $name) 63 -}}
+{{- /* Too long for a DNS label: shorten the release part, never the component, and tell releases apart by a hash
+of the whole release name, so no two components (and no two long releases) end up with the same name. */ -}}
+{{- $keep := sub 63 (add (len .component) 7) | int -}}
+{{- $name = printf "%s-%s-%s" (trunc $keep .ctx.Release.Name | trimSuffix "-") (sha256sum .ctx.Release.Name | trunc 5) .component -}}
+{{- end -}}
+{{- $name -}}
 {{- end -}}
 
 {{/*

@@ -1,0 +1,122 @@
+"""Secure and hard to misuse by default: the objects that decide who may start a load and what a fault costs, and
+the values that cannot work, refused with the value to change."""
+from __future__ import annotations
+
+import pytest
+import yaml
+from test_render import notes
+
+RELEASE = "lt"
+MONITORING = ("--set", "monitoring.enabled=true")
+HAPROXY = ("--set", "haproxy.enabled=true", "--set", "locust.target=haproxy")
+
+# id: (helm arguments, what the refusal must say)
+REFUSED = {
+    "routes-differ": ([*HAPROXY, "--set", "haproxy.routes=3"],
+                      "locust.routes (1) and haproxy.routes (3) differ"),
+    "too-many-workers": (["--set", "locust.worker.replicas=901"], "one Locust master takes about 900 workers"),
+    "master-request-above-limit": (["--set", "locust.master.resources.requests.cpu=1500m"],
+                                   "locust.master.resources.requests.cpu 1500m is above limits.cpu 1"),
+    "haproxy-without-backend": (["--set", "haproxy.enabled=true", "--set", "backend.enabled=false",
+                                 "--set", "locust.host=http://198.18.0.1"], "haproxy.upstream.http=<host:port>"),
+    "haproxy-ports-clash": (["--set", "haproxy.enabled=true", "--set", "haproxy.ports.metrics=8443"],
+                            "haproxy.ports.https and haproxy.ports.metrics are both 8443"),
+    "nginx-ports-clash": (["--set", "nginx.enabled=true", "--set", "nginx.ports.status=8081"],
+                          "are both 8081: each listener needs its own port"),
+    "backend-ports-clash": (["--set", "backend.tls.enabled=true", "--set", "backend.tls.port=8080"],
+                            "backend.port and backend.tls.port are both 8080"),
+    "scrape-too-slow": ([*MONITORING, "--set", "monitoring.prometheus.scrapeInterval=1m"],
+                        "scrapeInterval 1m: the saturation rules take rates over 1m windows"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_values_that_cannot_work_are_refused_naming_the_fix(helm, case):
+    args, says = REFUSED[case]
+    result = helm.template(*args)
+    assert result.returncode != 0, f"{args} rendered"
+    assert says in result.stderr, result.stderr
+
+
+def test_matching_routes_render(helm):
+    assert helm.template(*HAPROXY, "--set", "haproxy.routes=3", "--set", "locust.routes=3").returncode == 0
+
+
+def policies(rendered) -> dict[str, dict]:
+    return {p["metadata"]["name"]: p["spec"] for p in rendered.of_kind("NetworkPolicy")}
+
+
+def peers(rule) -> set[str]:
+    return {p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in rule.get("from", [])
+            if "podSelector" in p and "matchLabels" in p["podSelector"]}
+
+
+def test_every_release_pod_denies_ingress_but_what_a_test_needs(helm):
+    rendered = helm.render(None, *MONITORING, *HAPROXY)
+    found = policies(rendered)
+    assert found[f"{RELEASE}-default-deny"] == {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": RELEASE}},
+                                                "policyTypes": ["Ingress"]}
+    master = {rule["ports"][0]["port"]: peers(rule) for rule in found[f"{RELEASE}-locust-master"]["ingress"]}
+    assert master == {"workers": {"locust-worker"}, "web": {"test-locust"}, "metrics": {"prometheus"}}
+    haproxy = {rule["ports"][0]["port"]: peers(rule) for rule in found[f"{RELEASE}-haproxy"]["ingress"]}
+    assert haproxy == {"http": {"locust-worker", "test-locust"}, "metrics": {"prometheus"}}
+    backend = {rule["ports"][0]["port"]: peers(rule) for rule in found[f"{RELEASE}-backend"]["ingress"]}
+    assert backend["http"] == {"locust-worker", "test-locust", "test-backend", "nginx-ingress", "haproxy"}
+    assert peers(found[f"{RELEASE}-prometheus"]["ingress"][0]) == {"grafana"}
+    assert peers(found[f"{RELEASE}-kube-state-metrics"]["ingress"][0]) == {"prometheus"}
+    assert f"{RELEASE}-grafana" not in found  # port-forward only
+
+
+def test_an_exposed_ui_admits_only_its_source_ranges(helm):
+    rendered = helm.render(None, "--set", "locust.master.service.type=LoadBalancer",
+                           "--set", "locust.master.service.loadBalancerSourceRanges={203.0.113.0/24,198.18.0.0/15}")
+    service = rendered.get("Service", f"{RELEASE}-locust-master")["spec"]
+    assert service["loadBalancerSourceRanges"] == ["203.0.113.0/24", "198.18.0.0/15"]
+    assert [p["name"] for p in service["ports"]] == ["web"]
+    web = [rule for rule in policies(rendered)[f"{RELEASE}-locust-master"]["ingress"]
+           if rule["ports"] == [{"port": "web"}] and "ipBlock" in str(rule)]
+    assert web == [{"ports": [{"port": "web"}], "from": [{"ipBlock": {"cidr": "203.0.113.0/24"}},
+                                                           {"ipBlock": {"cidr": "198.18.0.0/15"}}]}]
+
+
+def test_operator_mode_admits_the_named_scrapers(helm):
+    rendered = helm.render(None, *MONITORING, "--set", "monitoring.mode=operator")
+    master = policies(rendered)[f"{RELEASE}-locust-master"]["ingress"]
+    (metrics,) = [rule for rule in master if rule["ports"] == [{"port": "metrics"}]]
+    assert metrics["from"] == [{"namespaceSelector": {},
+                                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+
+
+def test_network_policies_can_be_switched_off(helm):
+    assert helm.render(None, "--set", "networkPolicy.enabled=false").of_kind("NetworkPolicy") == []
+
+
+def test_disruption_budgets_hold_the_workers_and_the_target(helm):
+    rendered = helm.render(None, *HAPROXY)
+    budgets = {b["metadata"]["name"]: b["spec"] for b in rendered.of_kind("PodDisruptionBudget")}
+    assert set(budgets) == {f"{RELEASE}-locust-worker", f"{RELEASE}-backend", f"{RELEASE}-haproxy"}
+    assert all(b["maxUnavailable"] == 0 for b in budgets.values())
+    assert budgets[f"{RELEASE}-locust-worker"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == \
+        "locust-worker"
+    assert helm.render(None, "--set", "disruptionBudgets.enabled=false").of_kind("PodDisruptionBudget") == []
+
+
+def test_long_release_names_never_collide(helm):
+    release = "a-release-name-as-long-as-helm-allows-fifty-three-chr"
+    assert len(release) == 53
+    result = helm.run("template", release, "charts/loadtest", *MONITORING, "--set", "nginx.enabled=true",
+                      "--set", "haproxy.enabled=true")
+    assert result.returncode == 0, result.stderr
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    names = [(d["kind"], d["metadata"]["name"]) for d in docs]
+    assert len(names) == len(set(names)), "two objects of one kind share a name"
+    namespaced = [n for kind, n in names if kind not in ("ClusterRole", "ClusterRoleBinding", "IngressClass")]
+    assert max(len(n) for n in namespaced) <= 63
+    assert all(n.startswith(release[:20]) for n in namespaced)
+
+
+def test_thin_workers_get_the_fields_numbers_in_notes(helm, tmp_path):
+    text = notes(helm, tmp_path / "thin", "--set-string", "locust.worker.cpu=500m")
+    (warning,) = [line for line in text.splitlines() if line.startswith("WARNING: workers at 500m")]
+    assert "5 workers at 100m gave ~230 RPS" in warning and "give each worker 1000m" in warning
+    assert "WARNING: workers" not in notes(helm, tmp_path / "whole")

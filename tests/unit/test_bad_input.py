@@ -1,0 +1,58 @@
+"""Bad input to every command: exit 2 with `loadtest: error:` and a message naming the option, never a traceback,
+and nothing started (every case here would start processes, write files or reach a cluster if it got that far)."""
+from __future__ import annotations
+
+import pytest
+
+from loadtest import commands
+
+BAD = {
+    # id: (argv, what the message must name)
+    "size-no-node-type": (["size"], "--node-type"),
+    "size-nodes-words": (["size", "--node-type", "c5.large", "--nodes", "two"], "--nodes"),
+    "size-zero-nodes": (["size", "--node-type", "c5.large", "--nodes", "0"], "node"),
+    "size-memory-words": (["size", "--node-type", "c5.large", "--worker-memory", "lots"], "memory quantity 'lots'"),
+    "plan-no-target": (["plan"], "--target-rps"),
+    "plan-target-words": (["plan", "--target-rps", "many"], "--target-rps"),
+    "plan-headroom-percent": (["plan", "--target-rps", "1000", "--headroom", "30%"], "--headroom"),
+    "plan-headroom-huge": (["plan", "--target-rps", "1000", "--headroom", "30"], "headroom is a fraction"),
+    "plan-unknown-node-type": (["plan", "--target-rps", "1000", "--node-types", "c5.mega"], "unknown node type"),
+    "plan-unknown-scenario": (["plan", "--target-rps", "1000", "--scenario", "ping"], "--scenario"),
+    "plan-choose-missing": (["plan", "--target-rps", "1000", "--node-types", "c5.large", "--choose", "m5.large"],
+                            "--choose m5.large"),
+    "plan-calibration-not-json": (["plan", "--target-rps", "1000", "--calibration", "/etc/hostname"],
+                                  "not a calibration file"),
+    "local-unknown-target": (["local", "--target", "envoy"], "--target"),
+    "local-tls-mode-for-backend": (["local", "--tls-mode", "passthrough"], "takes --tls-mode none / edge"),
+    "local-tls-scenario-plain": (["local", "--scenario", "tls_handshake", "--tls-mode", "none"], "needs TLS"),
+    "local-negative-users": (["local", "--users", "-5"], "--users and --spawn-rate cannot be negative"),
+    "local-run-time-zero": (["local", "--run-time", "0s"], "--run-time must be between"),
+    "local-run-time-words": (["local", "--run-time", "soon"], "run time 'soon'"),
+    "calibrate-unknown": (["calibrate", "--scenarios", "ping"], "unknown scenario(s) ping"),
+    "calibrate-run-time-words": (["calibrate", "--run-time", "a bit"], "run time 'a bit'"),
+    "calibrate-from-missing-sweep": (["calibrate", "--from-sweep", "/nonexistent/sweep"], "not a sweep report"),
+    "sweep-no-steps": (["sweep", "--local"], "--steps"),
+    "sweep-hold-cuts-reports": (["sweep", "--local", "--steps", "10", "--hold", "7s"], "--hold 7s: use a multiple"),
+    "sweep-url-with-password": (["sweep", "--release", "lt", "--steps", "10", "--prometheus", "http://127.0.0.1:9",
+                                 "--locust", "http://admin:secret@127.0.0.1:9"], "leave the credentials out of the URL"),
+    "sweep-auth-file-missing": (["sweep", "--release", "lt", "--steps", "10", "--prometheus", "http://127.0.0.1:9",
+                                 "--locust", "http://127.0.0.1:9", "--locust-auth-file", "/nonexistent"],
+                                "--locust-auth-file /nonexistent"),
+    "sweep-locust-not-a-url": (["sweep", "--release", "lt", "--steps", "10", "--prometheus", "http://127.0.0.1:9",
+                                "--locust", "127.0.0.1:8089"], "is not like http://"),
+    "sweep-workers-zero": (["sweep", "--local", "--steps", "10", "--workers", "0"], "--workers must be at least 1"),
+    "cluster-no-action": (["cluster"], "action"),
+    "unknown-command": (["deploy"], "invalid choice: 'deploy'"),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_exits_2_with_a_message_and_no_traceback(case, capsys, tmp_path, monkeypatch):
+    argv, names = BAD[case]
+    monkeypatch.chdir(tmp_path)  # a command that wrongly went ahead would write here, not into the checkout
+    with pytest.raises(SystemExit) as exc:
+        commands.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert names in err and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == [], "bad input must be refused before anything is written"
