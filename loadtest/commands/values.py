@@ -6,8 +6,8 @@ from .generated import check_or_write
 
 
 def run(args) -> int:
-    return check_or_write(args.check, valuesgen, "values",
-                          "values files, schema enums and the chart's registry helpers match the catalog and registries")
+    return check_or_write(args.check, valuesgen, "values", "values files, schema enums and the chart's registry "
+                          "helpers match the catalog and registries")
 
 
 def register(sub) -> None:

@@ -1,14 +1,14 @@
 """Offline schemas for kubeconform, built once into the cache: the chart tests' helper.
 
-Kubernetes kinds. The PyPI package kubernetes-validate ships the schemas of each Kubernetes minor version, one file per kind
-(`deployment-apps-v1.json`, `pod-v1.json`: the names kubeconform builds from `{{ .ResourceKind }}{{ .KindSuffix }}`),
+Kubernetes kinds. The PyPI package kubernetes-validate ships the schemas of each Kubernetes minor version, one file
+per kind (`deployment-apps-v1.json`, `pod-v1.json`: the names kubeconform builds from `{{ .ResourceKind }}{{ .KindSuffix }}`),
 in two variants, `local` and `local-strict` (no additional properties). Their shared definitions sit in
 `_definitions.json`, referenced as "/api/_definitions.json#/...": a path kubeconform cannot resolve. The converted
 copy rewrites those references to the absolute file:// URI of the copied `_definitions.json`, and is written once
 per version into ${XDG_CACHE_HOME:-~/.cache}/loadtest/kubeconform-schemas/<version>/{local,local-strict}/.
 
-The prometheus-operator kinds the monitoring chart renders in operator mode. scripts/install-monitoring-tools copies the PodMonitor, ServiceMonitor and PrometheusRule CRDs of the pinned
-prometheus-operator Go module (checksummed by the go command) into ${XDG_CACHE_HOME:-~/.cache}/loadtest/
+The prometheus-operator kinds the monitoring chart renders in operator mode. scripts/install-monitoring-tools copies
+the PodMonitor, ServiceMonitor and PrometheusRule CRDs of the pinned prometheus-operator Go module (checksummed by the go command) into ${XDG_CACHE_HOME:-~/.cache}/loadtest/
 prometheus-operator-crds/. Each CRD version's openAPIV3Schema becomes one JSON schema named the way kubeconform's
 `{{ .ResourceKind }}{{ .KindSuffix }}.json` asks for it (`podmonitor-monitoring-v1.json`). Objects that list their
 properties get `additionalProperties: false` unless Kubernetes keeps unknown fields there, so a misspelt field
