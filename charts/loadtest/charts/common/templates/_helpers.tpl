@@ -20,6 +20,15 @@ of the whole release name, so no two components (and no two long releases) end u
 {{- end -}}
 
 {{/*
+A CPU quantity ("1500m", "1.5", 2) in millicores, for comparing values in templates.
+Usage: include "common.millicores" "1500m"
+*/}}
+{{- define "common.millicores" -}}
+{{- $q := toString . -}}
+{{- if hasSuffix "m" $q }}{{ trimSuffix "m" $q | float64 }}{{ else }}{{ mulf ($q | float64) 1000 }}{{ end -}}
+{{- end -}}
+
+{{/*
 Selector labels: only the keys that never change across upgrades (a Deployment's selector is immutable).
 Usage: include "common.selectorLabels" (dict "ctx" $ "component" "locust-master")
 */}}
