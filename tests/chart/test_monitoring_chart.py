@@ -235,26 +235,28 @@ def test_master_installs_the_pinned_plugin_dependency_and_serves_metrics(helm):
     (container,) = spec["containers"]
     assert {"name": "metrics", "containerPort": 9646, "protocol": "TCP"} in container["ports"]
     env = {e["name"]: e.get("value") for e in container["env"]}
-    assert env["LOADTEST_METRICS_PORT"] == "9646" and env["PYTHONPATH"] == "/home/locust/plugin-packages"
+    assert env["LOADTEST_METRICS_PORT"] == "9646"
+    assert env["PYTHONPATH"] == "/home/locust/locustfiles:/home/locust/packages"
     (init,) = spec["initContainers"]
     assert init["image"] == container["image"]
     script = " ".join(init["command"] + init.get("args", []))
-    assert "--require-hashes" in script and "--no-deps" in script and "--target /home/locust/plugin-packages" in script
-    requirements = {e["name"]: e.get("value") for e in init["env"]}["PLUGIN_REQUIREMENTS"]
-    assert requirements == PLUGIN_REQUIREMENTS.read_text()
+    assert "--require-hashes" in script and "--target /home/locust/packages" in script
+    requirements = {e["name"]: e.get("value") for e in init["env"]}["REQUIREMENTS"]
+    assert requirements == PLUGIN_REQUIREMENTS.read_text().strip()
     assert re.search(r"^prometheus-client==0\.26\.0 \\\n\s+--hash=sha256:[0-9a-f]{64}$", requirements, re.M)
     mounts = {m["name"]: m for m in container["volumeMounts"]}
-    assert mounts["plugin-packages"]["readOnly"] is True
+    assert mounts["packages"]["readOnly"] is True
 
 
-def test_an_image_with_the_dependency_replaces_the_init_container(helm):
+def test_an_image_with_the_packages_baked_in_replaces_the_init_containers_of_master_and_workers(helm):
     image = "registry.example.com/loadtest-locust:2.47.0"
-    spec = master_pod(helm.render(None, "--set", f"locust.metrics.image={image}"))
-    assert "initContainers" not in spec
-    (container,) = spec["containers"]
-    assert container["image"] == image
-    assert "PYTHONPATH" not in {e["name"] for e in container["env"]}
-    assert "plugin-packages" not in {v["name"] for v in spec["volumes"]}
+    rendered = helm.render(None, "--set", f"locust.packages.image={image}")
+    for pod in (master_pod(rendered), rendered.get("Deployment", f"{RELEASE}-locust-worker")["spec"]["template"]["spec"]):
+        assert "initContainers" not in pod
+        (container,) = pod["containers"]
+        assert container["image"] == image
+        assert {e["name"]: e.get("value") for e in container["env"]}["PYTHONPATH"] == "/home/locust/locustfiles"
+        assert "packages" not in {v["name"] for v in pod["volumes"]}
 
 
 def test_dockerfile_installs_the_same_pinned_requirements():

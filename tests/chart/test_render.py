@@ -208,7 +208,7 @@ def test_locustfiles_configmap_holds_exactly_the_locustfiles(helm):
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
         expected = {"locustfiles": "/home/locust/locustfiles", "tmp": "/tmp"}
         if name == MASTER:  # prometheus_client for the metrics plugin, pip-installed by an init container
-            expected["plugin-packages"] = "/home/locust/plugin-packages"
+            expected["packages"] = "/home/locust/packages"
             expected["web-auth"] = "/etc/loadtest/web-auth"
         assert mounts == expected
         env = {e["name"]: e.get("value") for e in container["env"]}
