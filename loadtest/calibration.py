@@ -4,17 +4,20 @@ The figures come from `loadtest calibrate` (a short run per scenario on this mac
 release, the worker nodes' own CPUs did the work), or, without a calibration file, from the scenarios' labelled
 defaults. A figure measured with another user class than the scenario uses now would mis-size the workers, so it
 is ignored.
+
+A user's own test (`loadtest calibrate -f yours.py`) gets an entry of its own, under its name, with its mean
+response size for the network arithmetic: `loadtest plan --scenario <name>` sizes for it.
 """
 from __future__ import annotations
 
 import datetime
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import paths, verdict
 from .errors import UsageError
-from .scenarios import SCENARIOS
+from .scenarios import SCENARIOS, TLS_EITHER, Scenario
 
 DEFAULT_FILE = paths.CACHE / "calibration.json"
 
@@ -23,10 +26,31 @@ class CalibrationError(UsageError):
     pass
 
 
+# Request and response headers (and framing) of an HTTP/1.1 exchange, added to a response body for the wire.
+HEADER_BYTES = 450
+
+
 @dataclass(frozen=True)
 class Calibration:
     rps_per_core: dict[str, float]
     source: str  # where the figures come from, printed with every plan
+    own_tests: dict[str, Scenario] = field(default_factory=dict)  # calibrated user tests, as the planner sees them
+
+    def scenario(self, name: str) -> Scenario:
+        """A built-in scenario or a calibrated test of the user's, by name."""
+        found = SCENARIOS.get(name) or self.own_tests.get(name)
+        if found is None:
+            raise CalibrationError(f"--scenario {name}: unknown; scenarios {', '.join(SCENARIOS)}"
+                                   + (f", your calibrated tests {', '.join(self.own_tests)}" if self.own_tests else "")
+                                   + "; calibrate a test of yours with `loadtest calibrate -f yours.py`")
+        return found
+
+
+def own_test(name: str, entry: dict) -> Scenario:
+    """A calibrated user test as a scenario: its figure per core, and its mean response on the wire."""
+    body = int(entry.get("response_bytes", 0))
+    return Scenario(name, f"your test {entry['locustfile']}", "", body, TLS_EITHER, entry["rps_per_core"],
+                    body + HEADER_BYTES, "rps")
 
 
 def load_calibration(path: Path | None = None) -> Calibration:
@@ -45,15 +69,18 @@ def load_calibration(path: Path | None = None) -> Calibration:
     figures.update({name: m["rps_per_core"] for name, m in measured.items()
                     if name in SCENARIOS and m.get("user_class", SCENARIOS[name].user_class)
                     == SCENARIOS[name].user_class})
+    own = {name: own_test(name, m) for name, m in measured.items() if "locustfile" in m and name not in SCENARIOS}
+    figures.update({name: t.default_rps_per_core for name, t in own.items()})
     swept = [f"{name} from {m['source']}" for name, m in measured.items() if m.get("source")]
-    return Calibration(figures, "; ".join([source, *swept]))
+    return Calibration(figures, "; ".join([source, *swept]), own)
 
 
-def figure(scenario: str, rps: float, worker_cores: float, failures: int, lower_bound: bool, **extra) -> dict:
-    """One scenario's entry of a calibration file."""
+def figure(scenario: str, rps: float, worker_cores: float, failures: int, lower_bound: bool,
+           user_class: str | None = None, **extra) -> dict:
+    """One scenario's entry of a calibration file (a user's test gives its own user class, and its locustfile)."""
     return {"rps_per_core": round(rps / worker_cores) if worker_cores > 0 else 0, "rps": round(rps, 1),
             "worker_cpu": round(worker_cores, 3), "failures": failures,
-            "user_class": SCENARIOS[scenario].user_class, "lower_bound": lower_bound, **extra}
+            "user_class": user_class or SCENARIOS[scenario].user_class, "lower_bound": lower_bound, **extra}
 
 
 def saturated(worker_cpu: float) -> bool:

@@ -18,6 +18,7 @@ class RunStats:
     p50_ms: float
     p95_ms: float
     p99_ms: float
+    response_bytes: float  # mean body size per request
 
 
 def percentile(histogram: dict[float, int], fraction: float) -> float:
@@ -53,4 +54,5 @@ def read(path: Path) -> RunStats | None:
         p50_ms=percentile(histogram, 0.50),
         p95_ms=percentile(histogram, 0.95),
         p99_ms=percentile(histogram, 0.99),
+        response_bytes=sum(e.get("total_content_length", 0) for e in entries) / requests if requests else 0.0,
     )

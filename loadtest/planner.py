@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import catalog, reference, scenarios, sizing
+from . import catalog, reference, sizing
 from .calibration import Calibration, load_calibration
 from .errors import UsageError
 from .scenarios import Scenario
@@ -70,12 +70,10 @@ def plan(target_rps: float, scenario: str, node_types: list[str], headroom: floa
         raise PlanError(f"target RPS must be positive, got {target_rps:g}")
     if not 0 <= headroom < 5:
         raise PlanError(f"headroom is a fraction (0.3 = 30 %), got {headroom:g}")
-    if scenario not in scenarios.SCENARIOS:
-        raise PlanError(f"unknown scenario {scenario!r}; scenarios: {', '.join(scenarios.SCENARIOS)}")
-    chosen = scenarios.SCENARIOS[scenario]
+    calibration = calibration or load_calibration()
+    chosen = calibration.scenario(scenario)
     for name in node_types:
         catalog.get(name)  # unknown types are bad input, not "no fit"
-    calibration = calibration or load_calibration()
     needed = target_rps * (1 + headroom)
     fits = [cheapest_fit(n, needed, calibration.rps_per_core[scenario], chosen, max_nodes)
             for n in node_types]
@@ -86,8 +84,8 @@ def plan(target_rps: float, scenario: str, node_types: list[str], headroom: floa
     return sorted(options, key=lambda o: (o.monthly_usd, -o.expected_rps))
 
 
-def target_suggestion(target_rps: float, scenario: str) -> str:
-    metric = scenarios.get(scenario).target_metric
+def target_suggestion(target_rps: float, scenario: Scenario) -> str:
+    metric = scenario.target_metric
     size = reference.nginx_cpus_for(target_rps, metric)
     what = "RPS (keep-alive, 1 KB)" if metric == "rps" else "TLS handshakes/s"
     if size is None:

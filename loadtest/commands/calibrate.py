@@ -5,6 +5,9 @@ worker's measured CPU (in cores) is the figure the planner multiplies by the wor
 did not reach the saturation threshold was limited by the target, so its figure is only a lower bound and is
 labelled so.
 
+`-f yours.py` measures your own locustfile the same way, so that `loadtest plan --scenario <its name>` sizes the
+workers for your test: a heavier user class gives fewer RPS per worker core than a 1 KB GET.
+
 `--from-sweep` takes the figure from a `loadtest sweep` report instead: on a release, that is the worker nodes' own
 CPUs doing the work, which is what the planner multiplies.
 """
@@ -17,7 +20,7 @@ import locust
 
 from .. import calibration, scenarios, units
 from ..errors import UsageError
-from ..runtime import calibrate
+from ..runtime import calibrate, localrun
 from ..runtime.cpu import cpu_model
 
 
@@ -33,18 +36,39 @@ def from_sweep(args) -> int:
     return 0
 
 
+def own_test(args, run_time_s: int) -> int:
+    test = localrun.own_test(args.locustfile, args.requirements)
+    print(f"calibrating {test.locustfile} ({', '.join(test.user_classes)}), {run_time_s} s, one worker with "
+          f"{args.users} users against the local backend, on {cpu_model()}")
+    f = calibrate.measure(test.name, run_time_s, test, args.users)
+    out = Path(args.output)
+    calibration.merge(out, test.name, f, {"locust_version": locust.__version__, "cpu_model": cpu_model(),
+                                          "cores": os.cpu_count(), "run_time_s": run_time_s})
+    note = " (worker not saturated, a lower bound: with think time, raise --users)" if f["lower_bound"] else ""
+    print(f"  {test.name:<15} {f['rps']:>9,.0f} RPS at {f['worker_cpu']:.0%} of a core -> "
+          f"{f['rps_per_core']:>7,} RPS per worker core{note}")
+    print(f"wrote {out}; size for it with `loadtest plan --scenario {test.name} --target-rps N`")
+    return 0 if f["failures"] == 0 else 1
+
+
 def run(args) -> int:
     if args.from_sweep:
         return from_sweep(args)
+    if args.users < 1:
+        raise UsageError(f"--users {args.users}: give at least 1")
+    if args.requirements and not args.locustfile:
+        raise UsageError("--requirements: the built-in scenarios need no packages; give it with -f yours.py")
+    run_time_s = units.parse_duration_s(args.run_time)
+    if args.locustfile:
+        return own_test(args, run_time_s)
     unknown = [s for s in args.scenarios if s not in scenarios.SCENARIOS]
     if unknown:
         raise UsageError(f"unknown scenario(s) {', '.join(unknown)}; scenarios: {', '.join(scenarios.SCENARIOS)}")
-    run_time_s = units.parse_duration_s(args.run_time)
     print(f"calibrating {len(args.scenarios)} scenario(s), {run_time_s} s each, one worker with "
-          f"{calibrate.USERS_PER_WORKER} users, on {cpu_model()}")
+          f"{args.users} users, on {cpu_model()}")
     figures = {}
     for name in args.scenarios:
-        figures[name] = f = calibrate.measure(name, run_time_s)
+        figures[name] = f = calibrate.measure(name, run_time_s, users=args.users)
         note = " (worker not saturated: the target limited the run, a lower bound)" if f["lower_bound"] else ""
         print(f"  {name:<15} {f['rps']:>9,.0f} RPS at {f['worker_cpu']:.0%} of a core -> "
               f"{f['rps_per_core']:>7,} RPS per worker core ({f['user_class']}){note}")
@@ -60,7 +84,14 @@ def register(sub) -> None:
                        description=__doc__)
     p.add_argument("--scenarios", nargs="+", default=list(scenarios.SCENARIOS), metavar="SCENARIO",
                    help=f"scenarios to measure (default: all of {', '.join(scenarios.SCENARIOS)})")
+    p.add_argument("--users", type=int, default=calibrate.USERS_PER_WORKER,
+                   help=f"users on the one worker (default {calibrate.USERS_PER_WORKER}: enough without think time; "
+                        "a test with think time needs more to keep the worker busy)")
     p.add_argument("--run-time", default="15s", help="run time per scenario (default 15s)")
+    p.add_argument("-f", "--locustfile", metavar="FILE",
+                   help="measure your own locustfile instead (its figure is kept under its name, beside the others)")
+    p.add_argument("--requirements", metavar="FILE",
+                   help="with -f: the packages your test needs, pip's format, each pinned with its hash")
     p.add_argument("--from-sweep", metavar="REPORT",
                    help="take the figure from a `loadtest sweep` report instead (its folder or sweep.json): a sweep "
                         "on a release measures your worker nodes; updates that scenario in the file")

@@ -4,10 +4,16 @@ It renders the chart's configs (the backend's nginx.conf, and the target's: HAPr
 the NGINX Ingress Controller generates for the chart's Ingress), runs them with the machine's nginx and haproxy on
 127.0.0.1, starts a Locust master and one worker per core with the project's locustfiles, runs a bounded test, and
 prints RPS, failures, latency and which side was the bottleneck.
+
+`-f yours.py` runs your own locustfile instead of a scenario, with the same progress, result and verdict: the
+project's plugin loads beside it, the modules beside it and `--requirements` (pinned, hash-checked, installed into
+the cache) are importable, and your environment reaches it (tokens, hosts). It loads the built-in target unless
+you give `--host`.
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -44,13 +50,23 @@ def run(args) -> int:
         raise UsageError("--users and --spawn-rate cannot be negative")
     if not 1 <= run_time_s <= 3600:
         raise UsageError("--run-time must be between 1 s and 1 h")
-    scenario = scenarios.get(args.scenario)
-    targets.check_tls_mode(scenario, targets.get(args.target), args.tls_mode or scenario.default_tls_mode)
+    if args.host and not re.match(r"^https?://[^\s/]+(/\S*)?$", args.host):
+        raise UsageError(f"--host {args.host!r}: give a URL like http://127.0.0.1:8080")
+    if args.requirements and not args.locustfile:
+        raise UsageError("--requirements: the built-in scenarios need no packages; give it with -f yours.py")
+    test = None
+    if args.locustfile:
+        test = localrun.own_test(args.locustfile, args.requirements)
+        print(f"loadtest local: {test.locustfile} has User class(es) {', '.join(test.user_classes)}")
+    else:
+        scenario = scenarios.get(args.scenario)
+        targets.check_tls_mode(scenario, targets.get(args.target), args.tls_mode or scenario.default_tls_mode)
     users = args.users or 50 * args.workers
     workdir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="loadtest-local-"))
     try:
-        result = localrun.run(args.scenario, users, args.spawn_rate or users, run_time_s, args.workers, workdir,
-                              target=args.target, tls_mode=args.tls_mode)
+        result = localrun.run(test.name if test else args.scenario, users, args.spawn_rate or users, run_time_s,
+                              args.workers, workdir, target=args.target, tls_mode=args.tls_mode, test=test,
+                              host=args.host)
     finally:
         if not args.output:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -69,6 +85,12 @@ def register(sub) -> None:
                        description=__doc__)
     p.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
                    help=f"what each request does (default {scenarios.DEFAULT})")
+    p.add_argument("-f", "--locustfile", metavar="FILE",
+                   help="your own locustfile instead of --scenario (the modules beside it are importable)")
+    p.add_argument("--requirements", metavar="FILE",
+                   help="with -f: the packages your test needs, pip's format, each pinned with its hash")
+    p.add_argument("--host", metavar="URL",
+                   help="load this URL instead of the local target (only hosts you are allowed to load)")
     p.add_argument("--target", default="backend", choices=list(targets.TARGETS),
                    help="what Locust loads: the payload backend itself (default), nginx (the NGINX Ingress "
                         "Controller's config) or haproxy, both in front of the backend")

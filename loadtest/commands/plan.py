@@ -19,6 +19,7 @@ def run(args) -> int:
             raise UsageError(f"--choose {args.choose}: not among the options that fit "
                              f"({', '.join(o.node_type for o in options)})")
     needed = args.target_rps * (1 + args.headroom)
+    scenario = calibration.scenario(args.scenario)
     per_core = calibration.rps_per_core[args.scenario]
     print(f"{args.target_rps:,.0f} RPS of {args.scenario} + {args.headroom:.0%} headroom = {needed:,.0f} RPS; "
           f"{per_core:,.0f} RPS per worker core from {calibration.source}")
@@ -31,11 +32,10 @@ def run(args) -> int:
     print(f"\nCheapest: {options[0].node_type}. Arithmetic for {chosen.node_type} x {chosen.nodes}:")
     for line in chosen.plan.explain():
         print(f"  {line}")
-    scenario = scenarios.get(args.scenario)
     cap = planner.bandwidth_rps(chosen.instance, scenario)
     print(f"  Network: {chosen.instance.network_gbps_baseline:g} Gbps baseline per node = {cap:,.0f} RPS per node "
           f"at {scenario.wire_bytes:,} bytes per request")
-    print(f"\nTarget side: {planner.target_suggestion(args.target_rps, args.scenario)}")
+    print(f"\nTarget side: {planner.target_suggestion(args.target_rps, scenario)}")
     if args.write_values:
         profile = profiles.eks(chosen.node_type, chosen.nodes,
                                f"planned for {args.target_rps:,.0f} RPS of {args.scenario}")
@@ -50,8 +50,9 @@ def register(sub) -> None:
     p = sub.add_parser("plan", help="node types, workers and cost to reach a target RPS, cheapest first",
                        description=__doc__)
     p.add_argument("--target-rps", type=float, required=True, help="RPS the test must reach")
-    p.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
-                   help=f"what each request does (default {scenarios.DEFAULT})")
+    p.add_argument("--scenario", default=scenarios.DEFAULT,
+                   help=f"what each request does: {', '.join(scenarios.SCENARIOS)} (default {scenarios.DEFAULT}), or "
+                        "the name of a test of yours measured with `loadtest calibrate -f`")
     p.add_argument("--node-types", default="c5.large,c5.xlarge,c5.2xlarge,c5.4xlarge,m5.large,m5.xlarge",
                    help="comma-separated EC2 types to compare (see `loadtest catalog`)")
     p.add_argument("--headroom", type=float, default=0.3, help="extra capacity as a fraction (default 0.3)")

@@ -1,5 +1,6 @@
 """Measuring RPS per worker core on this machine: one worker, enough users to keep it busy, a short local run per
-scenario; RPS over the worker's measured CPU (in cores) is the figure (loadtest.calibration)."""
+scenario (or of the user's own test); RPS over the worker's measured CPU (in cores) is the figure
+(loadtest.calibration)."""
 from __future__ import annotations
 
 import tempfile
@@ -11,9 +12,14 @@ from . import localrun
 USERS_PER_WORKER = 50
 
 
-def measure(scenario: str, run_time_s: int) -> dict:
+def measure(scenario: str, run_time_s: int, test: localrun.OwnTest | None = None,
+            users: int = USERS_PER_WORKER) -> dict:
     with tempfile.TemporaryDirectory(prefix="loadtest-calibrate-") as workdir:
-        result = localrun.run(scenario, USERS_PER_WORKER, USERS_PER_WORKER, run_time_s, 1, Path(workdir),
-                              progress=lambda line: None)
+        result = localrun.run(test.name if test else scenario, users, users, run_time_s, 1, Path(workdir),
+                              progress=lambda line: None, test=test)
     cpu = result.worker_cpu[0] if result.worker_cpu else 0.0
-    return calibration.figure(scenario, result.rps, cpu, result.failures, not calibration.saturated(cpu))
+    if test is None:
+        return calibration.figure(scenario, result.rps, cpu, result.failures, not calibration.saturated(cpu))
+    return calibration.figure(test.name, result.rps, cpu, result.failures, not calibration.saturated(cpu),
+                              user_class=", ".join(test.user_classes), locustfile=str(test.locustfile),
+                              response_bytes=round(result.response_bytes))

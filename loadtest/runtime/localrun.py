@@ -7,16 +7,18 @@ saturation rules' thresholds.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from .. import locuststats, scenarios, targets, verdict
-from ..errors import RunFailed
+from .. import locuststats, paths, scenarios, targets, usertest, verdict
+from ..errors import RunFailed, UsageError
+from . import packages
 from .cpu import CpuMeter
-from .locust import MASTER, Locust
+from .locust import MASTER, Locust, user_classes
 from .locustweb import LocustWeb, LocustWebError
 from .processes import STARTUP_TIMEOUT_S
 from .stack import Stack
@@ -59,27 +61,71 @@ def describe(target: str, tls_mode: str) -> str:
     return what if tls_mode == "none" else f"{what} (TLS {tls_mode})"
 
 
+@dataclass(frozen=True)
+class OwnTest:
+    """A user's locustfile, checked, with the folders its imports need."""
+
+    locustfile: Path
+    pythonpath: tuple[Path, ...]
+    user_classes: list[str]
+
+    @property
+    def name(self) -> str:
+        """The file's name, or its folder's for a file called locustfile.py (examples/shop/locustfile.py: shop)."""
+        return self.locustfile.parent.name if self.locustfile.stem == "locustfile" else self.locustfile.stem
+
+
+def own_test_env(locustfile: Path, pythonpath: tuple[Path, ...] = ()) -> dict[str, str]:
+    """PYTHONPATH for a user's test: its folder (helpers imported late too), the project's modules it may import
+    (leanhttp, loadtest_lib), its packages, then whatever the caller's environment had."""
+    folders = [str(d) for d in (locustfile.parent, paths.LOCUSTFILES, *pythonpath)]
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [*folders, os.environ.get("PYTHONPATH")]))}
+
+
+def own_test(locustfile: str, requirements: str | None = None, progress=print) -> OwnTest:
+    """The user's test, refused before anything starts when it could not run: the file (usertest), its packages
+    (installed, hash-checked), and at least one User class as Locust's own loader finds them."""
+    path = usertest.check_locustfile(Path(locustfile))
+    pythonpath = (packages.install(Path(requirements), progress=progress),) if requirements else ()
+    classes = user_classes(usertest.locustfiles(path), own_test_env(path, pythonpath))
+    if not classes:
+        raise UsageError(f"-f {locustfile}: no User class: Locust runs the classes derived from User, HttpUser, "
+                         "FastHttpUser or LeanHttpUser that the file defines or imports; add one")
+    return OwnTest(path, pythonpath, classes)
+
+
 def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
-        progress=print, target: str = "backend", tls_mode: str | None = None) -> Result:
-    chosen = scenarios.get(scenario)
-    tls_mode = tls_mode or chosen.default_tls_mode
-    targets.check_tls_mode(chosen, targets.get(target), tls_mode)
+        progress=print, target: str = "backend", tls_mode: str | None = None, test: OwnTest | None = None,
+        host: str | None = None) -> Result:
+    """A bounded run of a built-in `scenario`, or of the user's `test` (named `scenario` then), against the local
+    stack's `target`, or against `host` when given."""
+    if test is None:
+        chosen = scenarios.get(scenario)
+        tls_mode = tls_mode or chosen.default_tls_mode
+        targets.check_tls_mode(chosen, targets.get(target), tls_mode)
+        files, env = chosen.locustfile, {}
+    else:
+        tls_mode = tls_mode or "none"
+        files, env = usertest.locustfiles(test.locustfile), own_test_env(test.locustfile, test.pythonpath)
     workdir.mkdir(parents=True, exist_ok=True)
     with Stack(workdir) as stack:
-        _, server = stack.target(target, tls_mode)
-        host = server.url(tls=tls_mode != "none")
-        locust = Locust(stack.procs, chosen.locustfile)
-        # --autostart rather than --headless: the run is the same, and the web UI's JSON gives live figures.
+        if host is None:
+            _, server = stack.target(target, tls_mode)
+            host = server.url(tls=tls_mode != "none")
+            where = describe(target, tls_mode)
+        else:
+            server, target, where = None, targets.URL, "your host"
+        locust = Locust(stack.procs, files, env=env)
         master = locust.start_master(
             "--autostart", "--autoquit", "0", "-u", str(users), "-r", str(spawn_rate), "-t", f"{run_time_s}s",
             "--host", host, "--csv", str(workdir / "stats"), "--json-file", str(workdir / "stats"),
             "--exit-code-on-error", "0", expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
         web = LocustWeb(locust.web_url, locust.web_credentials)
         worker_meters = [CpuMeter(w.pid) for w in locust.start_workers(workers)]
-        target_meter = CpuMeter(server.proc.pid)
+        target_meter = CpuMeter(server.proc.pid) if server else None
         psutil.cpu_percent(None)
         host_samples: list[float] = []
-        progress(f"loadtest local: {scenario} against {describe(target, tls_mode)} on {host}, "
+        progress(f"loadtest local: {scenario} against {where} on {host}, "
                  f"{workers} worker(s), {users} users, {run_time_s} s")
         deadline = time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S
         started = time.monotonic()
@@ -93,7 +139,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
                 status = None
             running = bool(status) and status.get("state") == "running"
             # Measured here rather than taken from Locust's worker reports, which lag by up to 5 s.
-            target_cpu = target_meter.sample(keep=running)
+            target_cpu = target_meter.sample(keep=running) if target_meter else None
             cpus = " ".join(f"{m.sample(keep=running):.0%}" for m in worker_meters)
             if not running:
                 continue
@@ -102,7 +148,8 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             progress(
                 f"  [{time.monotonic() - started:4.0f} s] users {status['user_count']:>5}  "
                 f"RPS {status.get('current_rps', 0):>9,.0f}  failures {status.get('fail_ratio', 0):>6.2%}  "
-                f"p95 {p95 or 0:>5.0f} ms  worker CPU {cpus}  {target} CPU {target_cpu:.0%}"
+                f"p95 {p95 or 0:>5.0f} ms  worker CPU {cpus}"
+                + (f"  {target} CPU {target_cpu:.0%}" if target_cpu is not None else "")
             )
         if master.returncode != 0:
             raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{stack.procs.log_tail(MASTER)}")
@@ -111,7 +158,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         raise LocalRunError(f"Locust wrote no stats; see {workdir}/{MASTER}.log")
     return Result(
         **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
-        worker_cpu=[m.mean or 0.0 for m in worker_meters], target_cpu=target_meter.mean,
-        target_cpus=server.cpus, target=target, tls_mode=tls_mode,
+        worker_cpu=[m.mean or 0.0 for m in worker_meters], target_cpu=target_meter.mean if target_meter else None,
+        target_cpus=server.cpus if server else 1, target=target, tls_mode=tls_mode,
         host_cpu=sum(host_samples) / len(host_samples) if host_samples else None,
     )

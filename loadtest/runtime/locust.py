@@ -8,11 +8,13 @@ otherwise aim the workers at any host.
 """
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 import sys
 from pathlib import Path
 
+from ..errors import UsageError
 from .processes import LOCAL_HOST, Processes, free_port
 
 MASTER = "locust-master"
@@ -74,3 +76,15 @@ class Locust:
         """One process that generates the load itself, headless or with its web UI (`web`)."""
         env = {**self.env, **(env or {})}
         return self.procs.start("locust", self.cmd + [*self._ui(web, env), *args], env=env, cwd=self.cwd)
+
+
+def user_classes(locustfiles: list[Path], env: dict[str, str] | None = None, timeout_s: float = 60) -> list[str]:
+    """The User classes Locust finds in `locustfiles` (`locust --list`): Locust's own loader decides, imports of the
+    user's helpers and packages included. Raises UsageError with Locust's last words when it cannot load them."""
+    result = subprocess.run(command(locustfiles) + ["--list"], capture_output=True, text=True, timeout=timeout_s,
+                            env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+    lines = result.stdout.splitlines()
+    if result.returncode != 0 or "Available Users:" not in lines:
+        last = [line for line in (result.stderr + result.stdout).splitlines() if line.strip()][-3:]
+        raise UsageError(f"Locust could not load {locustfiles[0]}:\n  " + "\n  ".join(last))
+    return [line.strip() for line in lines[lines.index("Available Users:") + 1:] if line.strip()]

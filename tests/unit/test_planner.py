@@ -43,8 +43,24 @@ def test_unknown_node_type_is_bad_input():
 
 
 def test_unknown_scenario_is_bad_input():
-    with pytest.raises(planner.PlanError, match="unknown scenario 'nope'"):
+    with pytest.raises(calibration.CalibrationError, match="--scenario nope: unknown.*loadtest calibrate -f"):
         planner.plan(1_000, "nope", ["c5.large"], calibration=FLAT)
+
+
+def test_a_calibrated_test_of_the_users_is_planned_with_its_own_figure_and_response_size(tmp_path):
+    path = tmp_path / "calibration.json"
+    shop = calibration.figure("shop", 3_000, 1.0, 0, False, user_class="Shopper", locustfile="/t/shop/locustfile.py",
+                              response_bytes=9_000)
+    calibration.merge(path, "shop", shop, {"locust_version": "2.47.0", "cpu_model": "test CPU", "cores": 2})
+    loaded = calibration.load_calibration(path)
+    assert loaded.rps_per_core["shop"] == 3_000
+    assert loaded.rps_per_core["keepalive_1kb"] == scenarios.get("keepalive_1kb").default_rps_per_core
+    own = loaded.scenario("shop")
+    assert own.wire_bytes == 9_000 + calibration.HEADER_BYTES and own.target_metric == "rps"
+    (option, *_) = planner.plan(30_000, "shop", ["c5.xlarge"], headroom=0, calibration=loaded)
+    assert option.expected_rps == option.plan.replicas * 3_000 >= 30_000
+    (lean, *_) = planner.plan(30_000, "keepalive_1kb", ["c5.xlarge"], headroom=0, calibration=loaded)
+    assert lean.plan.replicas * 3 <= option.plan.replicas  # the heavier user class needs several times the workers
 
 
 def test_calibration_file_overrides_defaults_and_names_its_source(tmp_path):
@@ -61,9 +77,9 @@ def test_missing_calibration_says_it_uses_defaults(tmp_path):
 
 
 def test_target_side_suggests_nginx_cpus_from_the_published_table():
-    assert "4 CPU(s)" in planner.target_suggestion(100_000, "keepalive_1kb")
-    assert "16 CPU(s)" in planner.target_suggestion(60_000, "tls_handshake")
-    assert "above the published table" in planner.target_suggestion(400_000, "keepalive_1kb")
+    assert "4 CPU(s)" in planner.target_suggestion(100_000, scenarios.get("keepalive_1kb"))
+    assert "16 CPU(s)" in planner.target_suggestion(60_000, scenarios.get("tls_handshake"))
+    assert "above the published table" in planner.target_suggestion(400_000, scenarios.get("keepalive_1kb"))
 
 
 def test_plan_cli_writes_values_for_the_cheapest_option(tmp_path, capsys):
