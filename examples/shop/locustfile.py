@@ -12,6 +12,8 @@ from locust import FastHttpUser, between, task
 
 import shop_client
 
+# Read once, when Locust loads the file: a missing key stops the run before any user starts.
+SIGNING_KEY = shop_client.signing_key()
 _shopper_ids = itertools.count(1)
 
 
@@ -19,7 +21,7 @@ class Shopper(FastHttpUser):
     wait_time = between(0.05, 0.15)
 
     def on_start(self):
-        token = shop_client.token(f"shopper-{next(_shopper_ids)}", shop_client.signing_key())
+        token = shop_client.token(f"shopper-{next(_shopper_ids)}", SIGNING_KEY)
         self.auth = {"Authorization": f"Bearer {token}"}
 
     @task(5)

@@ -2,9 +2,15 @@
 and nothing started (every case here would start processes, write files or reach a cluster if it got that far)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from loadtest import commands
+from loadtest import commands, paths
+
+# Files a user might wrongly give (a syntax error, a name that shadows one of ours, requirements without hashes).
+BADTESTS = Path(__file__).parent / "badtests"
+SHOP = str(paths.HOME / "examples" / "shop" / "locustfile.py")
 
 BAD = {
     # id: (argv, what the message must name)
@@ -28,6 +34,19 @@ BAD = {
     "local-negative-users": (["local", "--users", "-5"], "--users and --spawn-rate cannot be negative"),
     "local-run-time-zero": (["local", "--run-time", "0s"], "--run-time must be between"),
     "local-run-time-words": (["local", "--run-time", "soon"], "run time 'soon'"),
+    "local-f-missing": (["local", "-f", "/nonexistent/mine.py"], "-f /nonexistent/mine.py: no such file"),
+    "local-f-not-python": (["local", "-f", "/etc/hostname"], "name it <module>.py"),
+    "local-f-syntax-error": (["local", "-f", str(BADTESTS / "syntax_error.py")], "syntax_error.py: line 3:"),
+    "local-f-shadows-ours": (["local", "-f", str(BADTESTS / "leanhttp.py")], "one of the project's own modules"),
+    "local-requirements-unhashed": (["local", "-f", SHOP, "--requirements", str(BADTESTS / "unhashed-requirements.txt")],
+                                    "unhashed-requirements.txt line 2 (requests==2.32.3): every requirement needs"),
+    "local-requirements-missing": (["local", "-f", SHOP, "--requirements", "/nonexistent/req.txt"],
+                                   "--requirements /nonexistent/req.txt"),
+    "local-requirements-without-f": (["local", "--requirements", str(BADTESTS / "unhashed-requirements.txt")],
+                                     "give it with -f"),
+    "local-host-not-url": (["local", "--host", "127.0.0.1:8080"], "--host '127.0.0.1:8080'"),
+    "calibrate-f-missing": (["calibrate", "-f", "/nonexistent/mine.py"], "-f /nonexistent/mine.py: no such file"),
+    "calibrate-users-zero": (["calibrate", "--users", "0"], "--users 0"),
     "calibrate-unknown": (["calibrate", "--scenarios", "ping"], "unknown scenario(s) ping"),
     "calibrate-run-time-words": (["calibrate", "--run-time", "a bit"], "run time 'a bit'"),
     "calibrate-from-missing-sweep": (["calibrate", "--from-sweep", "/nonexistent/sweep"], "not a sweep report"),

@@ -1,0 +1,4 @@
+from locust import HttpUser
+
+class Shadow(HttpUser):
+    pass

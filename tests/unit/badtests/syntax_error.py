@@ -1,0 +1,4 @@
+from locust import HttpUser, task
+
+class Broken(HttpUser)
+    pass
