@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ class Sweep:
     conditions: dict[str, str]  # scenario, target, node types, versions, durations, date, …
     sweep_of: str  # what the steps raise: "users", "workers" or "target CPUs"
     records: list[StepRecord] = field(default_factory=list)
+    incomplete: str | None = None  # why the sweep ended before its plan did (interrupted, a failed step), if it did
 
     @property
     def knee(self) -> Knee:
@@ -75,6 +77,12 @@ def rows(sweep: Sweep) -> list[dict]:
 
 
 def verdict_line(sweep: Sweep) -> str:
+    if sweep.incomplete:
+        return f"INCOMPLETE after {len(sweep.records)} step(s): {sweep.incomplete}. " + knee_line(sweep)
+    return knee_line(sweep)
+
+
+def knee_line(sweep: Sweep) -> str:
     k = sweep.knee
     if k.generator_bound_at is not None:
         g = k.generator_bound_at
@@ -184,23 +192,33 @@ tr.bound td{{background:#fde0dc}}svg{{margin:8px 16px 8px 0}}</style></head><bod
 """
 
 
+def _replace(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename: a crash mid-write leaves the previous file."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
 def write(sweep: Sweep, out: Path) -> dict[str, Path]:
+    """Write (or rewrite, after each step) the report's files; each is replaced whole."""
     out.mkdir(parents=True, exist_ok=True)
     files = {"csv": out / "steps.csv", "json": out / "sweep.json", "html": out / "report.html",
              "markdown": out / "sizing.md"}
-    with files["csv"].open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows(sweep))
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows(sweep))
+    _replace(files["csv"], table.getvalue())
     k = sweep.knee
-    files["json"].write_text(json.dumps({
+    _replace(files["json"], json.dumps({
         "conditions": sweep.conditions, "sweep_of": sweep.sweep_of, "steps": rows(sweep),
+        "complete": sweep.incomplete is None, "incomplete": sweep.incomplete,
         "verdict": verdict_line(sweep),
         "capacity_step": k.capacity_step.index + 1 if k.capacity_step else None,
         "knee_step": k.knee_step.index + 1 if k.knee_step else None,
         "generator_bound_step": k.generator_bound_at.index + 1 if k.generator_bound_at else None,
         "records": [asdict(r) for r in sweep.records],
     }, indent=2) + "\n")
-    files["html"].write_text(html_page(sweep))
-    files["markdown"].write_text(markdown(sweep))
+    _replace(files["html"], html_page(sweep))
+    _replace(files["markdown"], markdown(sweep))
     return files

@@ -4,7 +4,9 @@ Each step sets the load (users; workers; or the target's CPUs, as NGINX measured
 then holds for a measured window. RPS, failures and latency percentiles of the window come from Prometheus (the
 Locust metrics plugin's series), and so does the step's verdict: the one the chart's saturation rules recorded. The
 sweep stops at the knee (RPS stopped rising while p95 grew) or as soon as the generator saturates: from then on the
-RPS is the generator's ceiling, never the target's capacity. The report (CSV, JSON, HTML, Markdown table) follows.
+RPS is the generator's ceiling, never the target's capacity. The report (CSV, JSON, HTML, Markdown table) is
+rewritten after every step; a sweep cut short (Ctrl-C, a lost port-forward, a failed upgrade) leaves the steps so far,
+marked incomplete. An --output folder that holds an earlier sweep is refused unless --force.
 
 Two ways to run: `--local` starts the whole stack on this machine, `--release` drives an installed release through
 `helm upgrade` and Locust's web API, reading the release's Prometheus.
@@ -12,6 +14,7 @@ Two ways to run: `--local` starts the whole stack on this machine, `--release` d
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from .. import paths, report, scenarios, targets, units
@@ -40,7 +43,13 @@ def locust_credentials(args) -> str | None:
     return os.environ.get(CREDENTIALS_ENV) or None
 
 
+def check_output(out: Path, force: bool) -> None:
+    if (out / "sweep.json").exists() and not force:
+        raise UsageError(f"--output {out} holds an earlier sweep: give another folder, or --force to replace it")
+
+
 def run(args) -> int:
+    check_output(Path(args.output), args.force)
     spec = Spec(kind=args.sweep, loads=parse_steps(args.steps),
                 warmup_s=units.parse_duration_s(args.warmup, "--warmup"),
                 hold_s=units.parse_duration_s(args.hold, "--hold"),
@@ -61,12 +70,18 @@ def run(args) -> int:
             args.release, args.namespace, Path(args.chart), args.locust, args.prometheus, spec=spec,
             kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, locust_credentials=locust_credentials(args),
             progress=print)
-    with driver:
-        sweep = Sweeper(driver, spec).run()
+    out = Path(args.output)
+    try:
+        with driver:
+            sweep = Sweeper(driver, spec, report_dir=out).run()
+    except (KeyboardInterrupt, RunFailed):
+        if (out / "sweep.json").exists():
+            print(f"loadtest sweep: ended early; the steps measured so far are in {out}, marked incomplete",
+                  file=sys.stderr)
+        raise
     if not sweep.records:
         raise RunFailed("no step was measured")
-    files = report.write(sweep, Path(args.output))
-    print_summary(sweep, files)
+    print_summary(sweep, report.write(sweep, out))
     return 0
 
 
@@ -105,4 +120,5 @@ def register(sub) -> None:
     loc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="chart value for the local target, as helm --set, e.g. haproxy.sessionRateLimit=2000")
     p.add_argument("--output", default="sweep-report", help="folder for the report (default ./sweep-report)")
+    p.add_argument("--force", action="store_true", help="replace the report of an earlier sweep in --output")
     p.set_defaults(func=run)

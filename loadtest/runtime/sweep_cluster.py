@@ -1,6 +1,6 @@
 """An installed release a sweep drives: `helm upgrade --reuse-values --wait` for the worker count or the target's
 CPUs, Locust's web API for the users, and the release's own Prometheus for the figures (reach both through
-`kubectl port-forward`, as NOTES.txt shows).
+`kubectl port-forward`, as NOTES.txt shows). The values a sweep changed are set back when it ends, however it ends.
 
 The target's CPU count is what its chart value sets: `nginx.workerProcesses` or `haproxy.threads`, each giving the
 container as many CPUs (request = limit), so a step is one more core for the target, as in NGINX's method.
@@ -44,13 +44,26 @@ class ClusterDriver:
                                  "locust.target nginx or haproxy")
             if self.target == "haproxy" and self.values["haproxy"].get("cpuSet"):
                 raise SweepError("haproxy.cpuSet pins a fixed set of CPUs: clear it for a target-cpus sweep")
+        if spec.kind == "workers" and locust.get("mode") == "autostart":
+            raise SweepError(f"release {release} runs locust.mode autostart: the master's arguments carry the worker "
+                             "count, so each workers step would recreate the master and reset its statistics; "
+                             "upgrade it with locust.mode=interactive for the sweep")
         self.target_cpus = self.current_target_cpus()
+        self.changed: dict[str, object] = {}  # chart value -> what it was before the sweep set it
 
     def __enter__(self) -> ClusterDriver:
         return self
 
     def __exit__(self, *exc):
-        pass
+        if not self.changed:
+            return
+        self.progress("restoring the values the sweep changed")
+        try:
+            self.upgrade(self.changed)
+        except ClusterError as e:
+            restore = " ".join(f"--set {k}={v}" for k, v in self.changed.items())
+            self.progress(f"could not restore them ({e}); run: helm upgrade {self.release} {self.chart} "
+                          f"--reuse-values {restore}")
 
     def helm(self, *args: str, timeout: float = 900) -> str:
         cmd = [tools.find("helm"), *args, "-n", self.namespace]
@@ -79,7 +92,17 @@ class ClusterDriver:
         section, key = self.cpu_value()
         return int(self.values.get(section, {}).get(key, 1))
 
-    def upgrade(self, settings: dict[str, int]) -> None:
+    def change(self, settings: dict[str, int]) -> None:
+        """Upgrade to `settings`, remembering each value's first state to restore it at the end."""
+        for key in settings:
+            section, _, name = key.partition(".")
+            value = self.values.get(section, {})
+            for part in name.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            self.changed.setdefault(key, value)
+        self.upgrade(settings)
+
+    def upgrade(self, settings: dict[str, object]) -> None:
         """helm upgrade --reuse-values with `settings`, waiting until every changed Deployment is rolled out."""
         sets = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
         self.progress(f"  helm upgrade {self.release} {' '.join(sets)} (waiting for the rollout)")
@@ -106,7 +129,7 @@ class ClusterDriver:
         return "unknown"
 
     def set_workers(self, count: int) -> None:
-        self.upgrade({"locust.worker.replicas": count})
+        self.change({"locust.worker.replicas": count})
         self.workers = count
         try:
             self.locust.wait_workers(count, WORKERS_TIMEOUT_S)
@@ -115,7 +138,7 @@ class ClusterDriver:
 
     def set_target_cpus(self, cpus: int) -> None:
         section, key = self.cpu_value()
-        self.upgrade({f"{section}.{key}": cpus})
+        self.change({f"{section}.{key}": cpus})
         self.target_cpus = cpus
 
     def sample(self) -> None:

@@ -7,12 +7,16 @@ window. The sweep stops at the knee (RPS stopped rising while p95 grew, or reque
 generator saturates: from then on the RPS is the generator's ceiling, never the target's capacity.
 
 A driver says where the load runs: the local stack (runtime.sweep_local) or a release (runtime.sweep_cluster).
+
+Nothing measured is lost: the report is rewritten after every step, and a sweep that ends early (Ctrl-C, a lost
+port-forward, a failed helm upgrade) leaves the steps so far in it, marked incomplete with the reason.
 """
 from __future__ import annotations
 
 import datetime
 import math
 import time
+from pathlib import Path
 from typing import Protocol
 
 from .. import report, verdict
@@ -101,8 +105,12 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
 
 
 class Sweeper:
-    def __init__(self, driver: Driver, spec: Spec, progress=print):
-        self.driver, self.spec, self.progress = driver, spec, progress
+    def __init__(self, driver: Driver, spec: Spec, progress=print, report_dir: Path | None = None):
+        self.driver, self.spec, self.progress, self.report_dir = driver, spec, progress, report_dir
+
+    def save(self, sweep: report.Sweep) -> None:
+        if self.report_dir is not None and (sweep.records or sweep.incomplete):
+            report.write(sweep, self.report_dir)
 
     def run(self) -> report.Sweep:
         d, spec = self.driver, self.spec
@@ -116,8 +124,16 @@ class Sweeper:
         }, sweep_of=KINDS[spec.kind])
         try:
             for index, load in enumerate(spec.loads):
-                record = self.step(index, load, scrape_s)
+                try:
+                    record = self.step(index, load, scrape_s)
+                except KeyboardInterrupt:
+                    sweep.incomplete = f"interrupted during step {index + 1} of {len(spec.loads)}"
+                    raise
+                except RunFailed as e:
+                    sweep.incomplete = f"step {index + 1} of {len(spec.loads)} failed: {e}"
+                    raise
                 sweep.records.append(record)
+                self.save(sweep)
                 knee = sweep.knee
                 if knee.generator_bound_at is not None:
                     self.progress(f"stopping: the generator saturated at step {index + 1}; more load would only "
@@ -129,6 +145,7 @@ class Sweeper:
                     self.progress(f"stopping: knee at step {index + 1} ({why})")
                     break
         finally:
+            self.save(sweep)
             try:
                 d.locust.stop()
             except LocustWebError:

@@ -63,3 +63,26 @@ def test_a_target_cpu_sweep_needs_an_nginx_or_haproxy_target(cluster, node_group
     with pytest.raises(sweep_cluster.ClusterError, match="no release 'missing' in namespace"):
         sweep_cluster.ClusterDriver("missing", namespace, paths.CHART, None, None,
                                     spec=sweep.Spec("users", [1], 15, 180, 50, 0), kubeconfig=cluster.kubeconfig)
+
+
+def test_the_sweep_sets_back_the_values_it_changed_when_it_ends(cluster, node_group, namespace, helm):
+    node_group(PROFILE)
+    helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file), *HAPROXY,
+         "--set", "locust.worker.replicas=2", "--wait", "--timeout", "120s")
+    with pytest.raises(KeyboardInterrupt), driver(cluster, namespace, "target-cpus") as d:
+        d.set_target_cpus(2)
+        d.set_target_cpus(3)
+        raise KeyboardInterrupt  # Ctrl-C in the middle of the sweep
+    values = json.loads(helm("get", "values", RELEASE, "-n", namespace, "--all", "-o", "json"))
+    assert values["haproxy"]["threads"] == 1 and values["locust"]["worker"]["replicas"] == 2
+    container = deployment(cluster, namespace, "haproxy")["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["cpu"] == "1"
+
+
+def test_a_workers_sweep_against_an_autostart_release_is_refused_with_the_reason(cluster, node_group, namespace,
+                                                                                 helm):
+    node_group(PROFILE)
+    helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file),
+         "--set", "locust.mode=autostart", "--wait", "--timeout", "120s")
+    with pytest.raises(sweep.SweepError, match="each workers step would recreate the master and reset its stat"):
+        driver(cluster, namespace, "workers")

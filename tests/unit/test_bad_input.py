@@ -59,6 +59,8 @@ BAD = {
                                 "--locust-auth-file /nonexistent"),
     "sweep-locust-not-a-url": (["sweep", "--release", "lt", "--steps", "10", "--prometheus", "http://127.0.0.1:9",
                                 "--locust", "127.0.0.1:8089"], "is not like http://"),
+    "sweep-output-holds-a-sweep": (["sweep", "--local", "--steps", "10", "--output", str(BADTESTS / "earlier-sweep")],
+                                   "holds an earlier sweep: give another folder, or --force"),
     "sweep-workers-zero": (["sweep", "--local", "--steps", "10", "--workers", "0"], "--workers must be at least 1"),
     "cluster-no-action": (["cluster"], "action"),
     "unknown-command": (["deploy"], "invalid choice: 'deploy'"),

@@ -58,3 +58,17 @@ def test_a_failing_step_is_the_knee_and_says_so():
                                         failures=int(last.requests * 0.2))
     assert report.verdict_line(s).startswith("Knee at step 3: 20.0% of the requests failed. Capacity: 1,900 RPS")
     assert report.sizing_table(s).endswith("| knee: 20.0% failed |")
+
+
+def test_an_incomplete_sweep_says_so_everywhere_and_rewrites_whole_files(tmp_path):
+    s = sweep()
+    report.write(s, tmp_path)
+    assert json.loads((tmp_path / "sweep.json").read_text())["complete"] is True
+    s.incomplete = "interrupted during step 4 of 5"
+    files = report.write(s, tmp_path)
+    data = json.loads(files["json"].read_text())
+    assert data["complete"] is False and data["incomplete"] == "interrupted during step 4 of 5"
+    assert data["verdict"].startswith("INCOMPLETE after 3 step(s): interrupted during step 4 of 5. Knee at step 3")
+    for kind in ("markdown", "html"):
+        assert "INCOMPLETE after 3 step(s)" in files[kind].read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "sizing.md", "steps.csv", "sweep.json"]
