@@ -27,7 +27,7 @@ The image of master and workers: the one with the packages baked in, else the Lo
 
 {{/*
 Requirements a pod's init container installs: the plugin's in the master, the user's in both. Empty when an image
-has them baked in. Args: ctx, master (bool).
+has them baked in. Args (as for every pod helper below): ctx, master (bool).
 */}}
 {{- define "locust.requirements" -}}
 {{- $values := .ctx.Values }}
@@ -78,15 +78,16 @@ Args: ctx, requirements.
 {{/*
 Env entries of master and workers: the Python path (the user's test and library, the project's modules, the
 installed packages), the scenario settings read by the locustfiles (loadtest_lib.setting: LOADTEST_<NAME>), then
-the user's extraEnv. Args: ctx, packages (bool: the packages volume is mounted).
+the user's extraEnv.
 */}}
 {{- define "locust.env" -}}
 {{- $values := .ctx.Values }}
+{{- $packages := ne (include "locust.requirements" .) "" }}
 {{- $path := list }}
 {{- if include "locust.ownTest" .ctx }}{{ $path = append $path "/home/locust/test" }}{{ end }}
 {{- if $values.test.libraryConfigMap }}{{ $path = append $path "/home/locust/library" }}{{ end }}
 {{- $path = append $path "/home/locust/locustfiles" }}
-{{- if .packages }}{{ $path = append $path "/home/locust/packages" }}{{ end }}
+{{- if $packages }}{{ $path = append $path "/home/locust/packages" }}{{ end }}
 - name: PYTHONDONTWRITEBYTECODE
   value: "1"
 - name: HOME
@@ -111,10 +112,10 @@ the user's extraEnv. Args: ctx, packages (bool: the packages volume is mounted).
 {{- end -}}
 
 {{/*
-Volume mounts of master and workers for the test: the project's locustfiles, the user's test and library, the
-packages, the user's Secrets. Args: ctx, packages (bool).
+Volume mounts of master and workers: the project's locustfiles, the user's test and library, the packages, /tmp,
+the user's Secrets.
 */}}
-{{- define "locust.testMounts" -}}
+{{- define "locust.mounts" -}}
 {{- $values := .ctx.Values }}
 - name: locustfiles
   mountPath: /home/locust/locustfiles
@@ -129,7 +130,7 @@ packages, the user's Secrets. Args: ctx, packages (bool).
   mountPath: /home/locust/library
   readOnly: true
 {{- end }}
-{{- if .packages }}
+{{- if include "locust.requirements" . }}
 - name: packages
   mountPath: /home/locust/packages
   readOnly: true
@@ -144,9 +145,9 @@ packages, the user's Secrets. Args: ctx, packages (bool).
 {{- end -}}
 
 {{/*
-The volumes behind locust.testMounts. Args: ctx, packages (bool).
+The volumes behind locust.mounts.
 */}}
-{{- define "locust.testVolumes" -}}
+{{- define "locust.volumes" -}}
 {{- $ctx := .ctx }}
 {{- $values := .ctx.Values }}
 - name: locustfiles
@@ -162,7 +163,7 @@ The volumes behind locust.testMounts. Args: ctx, packages (bool).
   configMap:
     name: {{ . }}
 {{- end }}
-{{- if .packages }}
+{{- if include "locust.requirements" . }}
 - name: packages
   emptyDir: {}
 {{- end }}
