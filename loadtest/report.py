@@ -199,11 +199,16 @@ def _replace(path: Path, text: str) -> None:
     partial.replace(path)
 
 
+def files_in(out: Path) -> dict[str, Path]:
+    """The report's files in folder `out`, by kind."""
+    return {"csv": out / "steps.csv", "json": out / "sweep.json", "html": out / "report.html",
+            "markdown": out / "sizing.md"}
+
+
 def write(sweep: Sweep, out: Path) -> dict[str, Path]:
     """Write (or rewrite, after each step) the report's files; each is replaced whole."""
     out.mkdir(parents=True, exist_ok=True)
-    files = {"csv": out / "steps.csv", "json": out / "sweep.json", "html": out / "report.html",
-             "markdown": out / "sizing.md"}
+    files = files_in(out)
     table = io.StringIO(newline="")
     writer = csv.DictWriter(table, fieldnames=COLUMNS)
     writer.writeheader()

@@ -22,6 +22,7 @@ from .. import calibration, scenarios, units
 from ..errors import UsageError
 from ..runtime import calibrate, localrun
 from ..runtime.cpu import cpu_model
+from . import owntest
 
 
 def from_sweep(args) -> int:
@@ -56,8 +57,7 @@ def run(args) -> int:
         return from_sweep(args)
     if args.users < 1:
         raise UsageError(f"--users {args.users}: give at least 1")
-    if args.requirements and not args.locustfile:
-        raise UsageError("--requirements: the built-in scenarios need no packages; give it with -f yours.py")
+    owntest.check(args)
     run_time_s = units.parse_duration_s(args.run_time)
     if args.locustfile:
         return own_test(args, run_time_s)
@@ -88,10 +88,7 @@ def register(sub) -> None:
                    help=f"users on the one worker (default {calibrate.USERS_PER_WORKER}: enough without think time; "
                         "a test with think time needs more to keep the worker busy)")
     p.add_argument("--run-time", default="15s", help="run time per scenario (default 15s)")
-    p.add_argument("-f", "--locustfile", metavar="FILE",
-                   help="measure your own locustfile instead (its figure is kept under its name, beside the others)")
-    p.add_argument("--requirements", metavar="FILE",
-                   help="with -f: the packages your test needs, pip's format, each pinned with its hash")
+    owntest.add_arguments(p, "measure your own locustfile instead (its figure is kept under its name)")
     p.add_argument("--from-sweep", metavar="REPORT",
                    help="take the figure from a `loadtest sweep` report instead (its folder or sweep.json): a sweep "
                         "on a release measures your worker nodes; updates that scenario in the file")

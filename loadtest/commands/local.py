@@ -24,6 +24,7 @@ import psutil
 from .. import scenarios, targets, units
 from ..errors import UsageError
 from ..runtime import localrun
+from . import owntest
 
 
 def print_result(r: localrun.Result, out=print) -> None:
@@ -52,8 +53,7 @@ def run(args) -> int:
         raise UsageError("--run-time must be between 1 s and 1 h")
     if args.host and not re.match(r"^https?://[^\s/]+(/\S*)?$", args.host):
         raise UsageError(f"--host {args.host!r}: give a URL like http://127.0.0.1:8080")
-    if args.requirements and not args.locustfile:
-        raise UsageError("--requirements: the built-in scenarios need no packages; give it with -f yours.py")
+    owntest.check(args)
     test = None
     if args.locustfile:
         test = localrun.own_test(args.locustfile, args.requirements)
@@ -85,10 +85,7 @@ def register(sub) -> None:
                        description=__doc__)
     p.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
                    help=f"what each request does (default {scenarios.DEFAULT})")
-    p.add_argument("-f", "--locustfile", metavar="FILE",
-                   help="your own locustfile instead of --scenario (the modules beside it are importable)")
-    p.add_argument("--requirements", metavar="FILE",
-                   help="with -f: the packages your test needs, pip's format, each pinned with its hash")
+    owntest.add_arguments(p, "your own locustfile instead of --scenario")
     p.add_argument("--host", metavar="URL",
                    help="load this URL instead of the local target (only hosts you are allowed to load)")
     p.add_argument("--target", default="backend", choices=list(targets.TARGETS),

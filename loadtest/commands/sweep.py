@@ -44,7 +44,7 @@ def locust_credentials(args) -> str | None:
 
 
 def check_output(out: Path, force: bool) -> None:
-    if (out / "sweep.json").exists() and not force:
+    if report.files_in(out)["json"].exists() and not force:
         raise UsageError(f"--output {out} holds an earlier sweep: give another folder, or --force to replace it")
 
 
@@ -75,13 +75,13 @@ def run(args) -> int:
         with driver:
             sweep = Sweeper(driver, spec, report_dir=out).run()
     except (KeyboardInterrupt, RunFailed):
-        if (out / "sweep.json").exists():
+        if report.files_in(out)["json"].exists():
             print(f"loadtest sweep: ended early; the steps measured so far are in {out}, marked incomplete",
                   file=sys.stderr)
         raise
     if not sweep.records:
         raise RunFailed("no step was measured")
-    print_summary(sweep, report.write(sweep, out))
+    print_summary(sweep, report.files_in(out))  # the sweeper wrote them after the last step
     return 0
 
 

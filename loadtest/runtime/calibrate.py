@@ -18,8 +18,7 @@ def measure(scenario: str, run_time_s: int, test: localrun.OwnTest | None = None
         result = localrun.run(test.name if test else scenario, users, users, run_time_s, 1, Path(workdir),
                               progress=lambda line: None, test=test)
     cpu = result.worker_cpu[0] if result.worker_cpu else 0.0
-    if test is None:
-        return calibration.figure(scenario, result.rps, cpu, result.failures, not calibration.saturated(cpu))
-    return calibration.figure(test.name, result.rps, cpu, result.failures, not calibration.saturated(cpu),
-                              user_class=", ".join(test.user_classes), locustfile=str(test.locustfile),
-                              response_bytes=round(result.response_bytes))
+    own = {} if test is None else {"user_class": ", ".join(test.user_classes), "locustfile": str(test.locustfile),
+                                   "response_bytes": round(result.response_bytes)}
+    return calibration.figure(result.scenario, result.rps, cpu, result.failures, not calibration.saturated(cpu),
+                              **own)

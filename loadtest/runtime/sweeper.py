@@ -126,11 +126,11 @@ class Sweeper:
             for index, load in enumerate(spec.loads):
                 try:
                     record = self.step(index, load, scrape_s)
-                except KeyboardInterrupt:
-                    sweep.incomplete = f"interrupted during step {index + 1} of {len(spec.loads)}"
-                    raise
-                except RunFailed as e:
-                    sweep.incomplete = f"step {index + 1} of {len(spec.loads)} failed: {e}"
+                except (KeyboardInterrupt, RunFailed) as e:
+                    sweep.incomplete = (f"interrupted during step {index + 1} of {len(spec.loads)}"
+                                        if isinstance(e, KeyboardInterrupt)
+                                        else f"step {index + 1} of {len(spec.loads)} failed: {e}")
+                    self.save(sweep)
                     raise
                 sweep.records.append(record)
                 self.save(sweep)
@@ -145,7 +145,6 @@ class Sweeper:
                     self.progress(f"stopping: knee at step {index + 1} ({why})")
                     break
         finally:
-            self.save(sweep)
             try:
                 d.locust.stop()
             except LocustWebError:

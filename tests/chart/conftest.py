@@ -70,6 +70,12 @@ class Helm:
     def template(self, *args: str, chart: Path = CHART) -> subprocess.CompletedProcess:
         return self.run("template", RELEASE, str(chart), "-n", NAMESPACE, *args)
 
+    def refusal(self, *args: str) -> str:
+        """What helm says when it refuses to render the umbrella chart with `args` (a render fails the test)."""
+        result = self.template(*args)
+        assert result.returncode != 0, f"{args} rendered"
+        return result.stderr
+
     def render(self, values_file: Path | None = None, *args: str) -> Rendered:
         """The umbrella chart rendered with a values file (None: defaults) and extra helm arguments; cached."""
         key = (values_file, args)
