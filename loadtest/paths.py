@@ -53,6 +53,13 @@ def checkout(what: str) -> Path:
     return CHECKOUT
 
 
+def chart_version(chart: Path = CHART) -> str:
+    for line in (chart / "Chart.yaml").read_text().splitlines():
+        if line.startswith("version:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 def shown(path: Path) -> Path:
     """A path as a message shows it: relative to loadtest's home when inside it."""
     return path.relative_to(HOME) if path.is_relative_to(HOME) else path

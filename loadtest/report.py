@@ -192,7 +192,7 @@ tr.bound td{{background:#fde0dc}}svg{{margin:8px 16px 8px 0}}</style></head><bod
 """
 
 
-def _replace(path: Path, text: str) -> None:
+def replace_file(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename: a crash mid-write leaves the previous file."""
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(text)
@@ -213,9 +213,9 @@ def write(sweep: Sweep, out: Path) -> dict[str, Path]:
     writer = csv.DictWriter(table, fieldnames=COLUMNS)
     writer.writeheader()
     writer.writerows(rows(sweep))
-    _replace(files["csv"], table.getvalue())
+    replace_file(files["csv"], table.getvalue())
     k = sweep.knee
-    _replace(files["json"], json.dumps({
+    replace_file(files["json"], json.dumps({
         "conditions": sweep.conditions, "sweep_of": sweep.sweep_of, "steps": rows(sweep),
         "complete": sweep.incomplete is None, "incomplete": sweep.incomplete,
         "verdict": verdict_line(sweep),
@@ -224,6 +224,6 @@ def write(sweep: Sweep, out: Path) -> dict[str, Path]:
         "generator_bound_step": k.generator_bound_at.index + 1 if k.generator_bound_at else None,
         "records": [asdict(r) for r in sweep.records],
     }, indent=2) + "\n")
-    _replace(files["html"], html_page(sweep))
-    _replace(files["markdown"], markdown(sweep))
+    replace_file(files["html"], html_page(sweep))
+    replace_file(files["markdown"], markdown(sweep))
     return files

@@ -1,7 +1,8 @@
 """`loadtest`: size Locust workers for a node type, plan and calibrate, run the local stack, sweep, keep the chart's
 generated files in step.
 
-Exit codes: 0 success, 1 a check or a measured result failed (or something loadtest ran failed), 2 bad input.
+Exit codes: 0 success, 1 a check or a measured result failed (or something loadtest ran failed), 2 bad input,
+3 (run, compare) invalid: the generator, not the target, was the limit.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 from ..errors import RunFailed, UsageError
 
 # One module per command, each with register(subparsers); in the order `loadtest --help` lists them.
-COMMANDS = ("catalog", "size", "plan", "calibrate", "local", "sweep", "values", "docs", "dashboards", "cluster")
+COMMANDS = ("catalog", "size", "plan", "calibrate", "local", "run", "sweep", "compare", "values", "docs", "dashboards", "cluster")
 
 
 def build_parser() -> argparse.ArgumentParser:

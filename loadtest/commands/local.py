@@ -17,6 +17,7 @@ import re
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -43,7 +44,17 @@ def print_result(r: localrun.Result, out=print) -> None:
     out(f"  verdict          {v.kind}: {v.reason}")
 
 
-def run(args) -> int:
+@dataclass(frozen=True)
+class LocalRun:
+    """What the options of a local run ask for, checked before anything starts."""
+
+    name: str  # the scenario's, or the user's test's
+    test: localrun.OwnTest | None
+    users: int
+    run_time_s: int
+
+
+def prepare(args) -> LocalRun:
     run_time_s = units.parse_duration_s(args.run_time)
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -53,20 +64,32 @@ def run(args) -> int:
         raise UsageError("--run-time must be between 1 s and 1 h")
     if args.host and not re.match(r"^https?://[^\s/]+(/\S*)?$", args.host):
         raise UsageError(f"--host {args.host!r}: give a URL like http://127.0.0.1:8080")
+    if args.wait < 0:
+        raise UsageError("--wait cannot be negative")
+    if args.wait and args.locustfile:
+        raise UsageError("--wait sets the built-in scenarios' wait; your -f test sets its own wait_time")
     owntest.check(args)
     test = None
     if args.locustfile:
         test = localrun.own_test(args.locustfile, args.requirements)
-        print(f"loadtest local: {test.locustfile} has User class(es) {', '.join(test.user_classes)}")
+        print(f"loadtest {args.command}: {test.locustfile} has User class(es) {', '.join(test.user_classes)}")
     else:
         scenario = scenarios.get(args.scenario)
         targets.check_tls_mode(scenario, targets.get(args.target), args.tls_mode or scenario.default_tls_mode)
-    users = args.users or 50 * args.workers
+    return LocalRun(test.name if test else args.scenario, test, args.users or 50 * args.workers, run_time_s)
+
+
+def start(args, plan: LocalRun, workdir: Path) -> localrun.Result:
+    return localrun.run(plan.name, plan.users, args.spawn_rate or plan.users, plan.run_time_s, args.workers,
+                        workdir, target=args.target, tls_mode=args.tls_mode, test=plan.test, host=args.host,
+                        wait_s=args.wait)
+
+
+def run(args) -> int:
+    plan = prepare(args)
     workdir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="loadtest-local-"))
     try:
-        result = localrun.run(test.name if test else args.scenario, users, args.spawn_rate or users, run_time_s,
-                              args.workers, workdir, target=args.target, tls_mode=args.tls_mode, test=test,
-                              host=args.host)
+        result = start(args, plan, workdir)
     finally:
         if not args.output:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -80,9 +103,8 @@ def run(args) -> int:
     return 0
 
 
-def register(sub) -> None:
-    p = sub.add_parser("local", help="run a bounded load test on this machine (target + payload + Locust), no cluster",
-                       description=__doc__)
+def add_run_arguments(p) -> None:
+    """What runs where: the options `local` and `run --local` share."""
     p.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
                    help=f"what each request does (default {scenarios.DEFAULT})")
     owntest.add_arguments(p, "your own locustfile instead of --scenario")
@@ -98,6 +120,14 @@ def register(sub) -> None:
     p.add_argument("--users", type=int, default=0, help="concurrent users (default 50 per worker)")
     p.add_argument("--spawn-rate", type=float, default=0, help="users started per second (default: all at once)")
     p.add_argument("--run-time", default="20s", help="how long to run, e.g. 20s, 2m (default 20s)")
+    p.add_argument("--wait", type=float, default=0.0,
+                   help="seconds each user of a built-in scenario waits between requests (default 0)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("local", help="run a bounded load test on this machine (target + payload + Locust), no cluster",
+                       description=__doc__)
+    add_run_arguments(p)
     p.add_argument("--max-failure-ratio", type=float, default=0.01,
                    help="exit 1 when more than this share of requests failed (default 0.01)")
     p.add_argument("--output", help="keep Locust's CSV files and the process logs in this folder")

@@ -11,7 +11,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from .. import targets
+from .. import paths, targets
 from ..errors import RunFailed
 from ..sweep import Spec, SweepError
 from . import tools
@@ -117,16 +117,10 @@ class ClusterDriver:
             "scenario": v.get("locust", {}).get("scenario", "?"),
             "target": f"{self.target} (release {self.release}, namespace {self.namespace})",
             "node types": ", ".join(f"{part}: {t}" for part, t in node_types.items()),
-            "versions": f"chart {self.chart_version()}, Locust image {v.get('locust', {}).get('image', {}).get('tag')}",
+            "versions": f"chart {paths.chart_version(self.chart)}, Locust image {v.get('locust', {}).get('image', {}).get('tag')}",
             "workers": f"{self.workers} at {v.get('locust', {}).get('worker', {}).get('cpu')} each",
             "target CPU from": "cAdvisor over the pod's CPU limit (Prometheus)",
         }
-
-    def chart_version(self) -> str:
-        for line in (self.chart / "Chart.yaml").read_text().splitlines():
-            if line.startswith("version:"):
-                return line.split(":", 1)[1].strip()
-        return "unknown"
 
     def set_workers(self, count: int) -> None:
         self.change({"locust.worker.replicas": count})

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from locust import events
 
+import loadtest_judge  # noqa: F401  (registering it judges LOADTEST_CHECKS when the master ends a run)
 import loadtest_metrics  # noqa: F401  (registering it serves the run's Prometheus metrics)
 
 # "user:password" for HTTP basic auth on the web UI: in a file (the chart mounts its Secret there when webAuth is

@@ -1,0 +1,225 @@
+"""Pass/fail checks of a run, one syntax wherever they are given: `loadtest run --check`, the chart's
+`locust.run.checks` (the master of `locust.mode: run` judges them in its pod, where only the standard library and
+Locust are), and `loadtest compare`'s figures.
+
+    p95<200ms   p99[/checkout]<=1s   avg<50ms   max<2s   fail_ratio<1%   rps>=5000
+
+A check is METRIC[NAME] OP NUMBER UNIT. METRIC is a response-time percentile (p50 p75 p90 p95 p99 p99.9), avg or max
+(in ms or s), fail_ratio (% or a fraction) or rps (requests per second, no unit). NAME picks one request name (all
+its methods together); without it the check judges all requests together. OP is <, <=, > or >=.
+
+Figures come from Locust's own statistics, read the way Locust computes them: the --json-file of a run (or the
+statistics in memory, on the master), or the requests CSV its web UI serves.
+
+Exit codes of a judged run (the CLI's and the chart's Job's): 0 every check passed, 1 a check failed, 2 bad input,
+3 the measurement is invalid because the generator, not the target, was the limit: its figures are the load
+generator's ceiling and must never be recorded as the service's capacity.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND = 0, 1, 2, 3
+EXIT_CODES = {
+    PASSED: "every check passed",
+    CHECK_FAILED: "a check failed",
+    BAD_INPUT: "bad input (an option, a value, a check): nothing ran",
+    GENERATOR_BOUND: "invalid: the load generator, not the target, was the limit; the figures are not the target's",
+}
+AGGREGATED = "Aggregated"  # Locust's name for all requests together
+
+PERCENTILES = {"p50": 0.5, "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
+TIME_METRICS = (*PERCENTILES, "avg", "max")
+TIME_UNITS_MS = {"ms": 1.0, "s": 1000.0}
+OPERATORS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__}
+
+_NAME = r"(?:\[[^\[\]]+\])?"
+_OP = r"\s*(?:<=|>=|<|>)\s*"
+_NUMBER = r"[0-9]+(?:\.[0-9]+)?\s*"
+# The whole language as one regular expression: the chart's schema validates `locust.run.checks` with it.
+PATTERN = ("^\\s*(?:(?:" + "|".join(re.escape(m) for m in TIME_METRICS) + ")" + _NAME + _OP + _NUMBER + "(?:ms|s)"
+           + "|fail_ratio" + _NAME + _OP + _NUMBER + "%?"
+           + "|rps" + _NAME + _OP + _NUMBER + ")\\s*$")
+PARTS = re.compile(r"^(?P<metric>[a-z_]+[0-9.]*)(?:\[(?P<name>[^\[\]]+)\])?\s*(?P<op><=|>=|<|>)\s*"
+                   r"(?P<number>[0-9.]+)\s*(?P<unit>[a-z%]*)$")
+EXAMPLES = "p95<200ms, p99[/checkout]<=1s, fail_ratio<1%, rps>=5000"
+
+
+class CheckError(ValueError):
+    """A check that is not in the language; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Check:
+    text: str
+    metric: str  # a key of PERCENTILES, avg, max, fail_ratio or rps
+    name: str  # a request name, or AGGREGATED
+    op: str
+    limit: float  # ms for times, a fraction for fail_ratio, requests per second for rps
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse(text: str) -> Check:
+    text = text.strip()
+    parts = PARTS.match(text)
+    if not parts:
+        raise CheckError(f"check {text!r} is not METRIC[NAME] OP NUMBER UNIT, e.g. {EXAMPLES}")
+    metric, name, op, number, unit = parts.group("metric", "name", "op", "number", "unit")
+    if not re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", number):
+        raise CheckError(f"check {text!r}: {number!r} is not a number")
+    value = float(number)
+    if metric in TIME_METRICS:
+        if unit not in TIME_UNITS_MS:
+            raise CheckError(f"check {text!r}: give {metric} a unit, ms or s, e.g. {metric}<200ms")
+        value *= TIME_UNITS_MS[unit]
+    elif metric == "fail_ratio":
+        if unit not in ("", "%"):
+            raise CheckError(f"check {text!r}: fail_ratio is a percentage (1%) or a fraction (0.01)")
+        value = value / 100 if unit == "%" else value
+        if value > 1:
+            raise CheckError(f"check {text!r}: a fail ratio is at most 100% (or 1)")
+    elif metric == "rps":
+        if unit:
+            raise CheckError(f"check {text!r}: rps takes no unit, e.g. rps>=5000")
+    else:
+        raise CheckError(f"check {text!r}: no metric {metric!r}; one of {', '.join(TIME_METRICS)}, fail_ratio, rps")
+    return Check(text, metric, name or AGGREGATED, op, value)
+
+
+def parse_all(texts) -> list[Check]:
+    """Checks given one per item, or several in one item separated by commas or new lines (an env variable)."""
+    return [parse(part) for text in texts for part in re.split(r"[,\n]", text) if part.strip()]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one request name (or all of them) measured over the run."""
+
+    name: str
+    requests: int
+    failures: int
+    rps: float
+    avg_ms: float
+    max_ms: float
+    percentiles_ms: dict  # fraction -> ms, PERCENTILES' fractions
+
+    @property
+    def fail_ratio(self) -> float:
+        return self.failures / self.requests if self.requests else 0.0
+
+    def value(self, metric: str) -> float:
+        if metric in PERCENTILES:
+            return self.percentiles_ms[PERCENTILES[metric]]
+        return {"avg": self.avg_ms, "max": self.max_ms, "fail_ratio": self.fail_ratio, "rps": self.rps}[metric]
+
+
+def percentile(histogram: dict, fraction: float) -> float:
+    """Locust's own percentile of a histogram of rounded response times (locust.stats): the smallest time below which
+    all but int(requests * (1 - fraction)) requests fell, so the figures agree with its CSV and HTML report."""
+    total = sum(histogram.values())
+    if not total:
+        return 0.0
+    allowed_above = int(total * fraction)
+    seen = 0
+    for ms in sorted(histogram, reverse=True):
+        seen += histogram[ms]
+        if total - seen <= allowed_above:
+            return ms
+    return min(histogram)
+
+
+def _figures(name: str, entries: list[dict]) -> Figures:
+    histogram: dict[float, int] = {}
+    for e in entries:
+        for ms, count in e["response_times"].items():
+            histogram[float(ms)] = histogram.get(float(ms), 0) + count
+    requests = sum(e["num_requests"] for e in entries)
+    starts = [e["start_time"] for e in entries]
+    ends = [e["last_request_timestamp"] for e in entries if e["last_request_timestamp"]]
+    seconds = max(ends) - min(starts) if starts and ends else 0
+    return Figures(
+        name=name, requests=requests, failures=sum(e["num_failures"] for e in entries),
+        rps=requests / seconds if seconds > 0 else 0.0,
+        avg_ms=sum(e["total_response_time"] for e in entries) / requests if requests else 0.0,
+        max_ms=max((e["max_response_time"] or 0 for e in entries), default=0.0),
+        percentiles_ms={f: percentile(histogram, f) for f in PERCENTILES.values()},
+    )
+
+
+def from_entries(entries: list[dict]) -> dict[str, Figures]:
+    """Figures per request name and AGGREGATED from Locust's serialized statistics (its --json-file, or
+    `[e.serialize() for e in stats.entries.values()]` on the master)."""
+    by_name: dict[str, list[dict]] = {}
+    for e in entries:
+        by_name.setdefault(e["name"], []).append(e)
+    figures = {name: _figures(name, group) for name, group in by_name.items()}
+    figures[AGGREGATED] = _figures(AGGREGATED, entries)
+    return figures
+
+
+def from_requests_csv(text: str) -> dict[str, Figures]:
+    """Figures per request name and AGGREGATED from the requests CSV of Locust's web UI (/stats/requests/csv)."""
+    by_name: dict[str, list[dict]] = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        by_name.setdefault(row["Name"], []).append(row)
+    figures = {}
+    for name, rows in by_name.items():
+        requests = sum(int(r["Request Count"]) for r in rows)
+
+        def weighted(column, rows=rows, requests=requests):
+            return sum(float(r[column]) * int(r["Request Count"]) for r in rows) / requests if requests else 0.0
+
+        figures[name] = Figures(
+            name=name, requests=requests, failures=sum(int(r["Failure Count"]) for r in rows),
+            rps=sum(float(r["Requests/s"]) for r in rows), avg_ms=weighted("Average Response Time"),
+            max_ms=max(float(r["Max Response Time"]) for r in rows),
+            # One row per name and method: a name's percentile over several methods is the worst of them.
+            percentiles_ms={f: max(_csv_float(r[f"{f * 100:g}%"]) for r in rows) for f in PERCENTILES.values()},
+        )
+    return figures
+
+
+def _csv_float(text: str) -> float:
+    return 0.0 if text in ("", "N/A") else float(text)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    check: Check
+    measured: float | None  # None: the run has no request of that name
+    passed: bool
+
+    def describe(self) -> str:
+        c = self.check
+        if self.measured is None:
+            return f"{c.text}: no request named {c.name!r} in this run"
+        return f"{c.text}: {show(c.metric, self.measured)} {'passed' if self.passed else 'FAILED'}"
+
+
+def show(metric: str, value: float) -> str:
+    if metric == "fail_ratio":
+        return f"{value:.2%}"
+    if metric == "rps":
+        return f"{value:,.1f} RPS"
+    return f"{value:g} ms"
+
+
+def judge(checks: list[Check], figures: dict[str, Figures]) -> list[Outcome]:
+    outcomes = []
+    for check in checks:
+        measured = figures[check.name].value(check.metric) if check.name in figures else None
+        passed = measured is not None and OPERATORS[check.op](float(measured), check.limit)
+        outcomes.append(Outcome(check, measured, passed))
+    return outcomes
+
+
+def exit_code(outcomes: list[Outcome], generator_bound: bool) -> int:
+    """Generator-bound wins over the checks: neither a pass nor a failure of the target can be read from it."""
+    if generator_bound:
+        return GENERATOR_BOUND
+    return PASSED if all(o.passed for o in outcomes) else CHECK_FAILED

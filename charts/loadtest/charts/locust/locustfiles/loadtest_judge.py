@@ -1,0 +1,77 @@
+"""The master's judgement of a run it ends itself (the chart's `locust.mode: run`): the checks in LOADTEST_CHECKS
+(loadtest_checks' syntax), and whether the generator was the limit, set as Locust's exit code.
+
+Importing this module registers it (loadtest_lib imports it, so every scenario and loadtest_plugin do). It does
+nothing unless LOADTEST_CHECKS is set. The generator was the limit when a worker's mean CPU over the run reached
+LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or one core: a worker is one process); the chart sets that
+threshold from the saturation rules, the one place it is kept. Each worker's CPU is Locust's own heartbeat
+measurement, and its limit the one loadtest_metrics adds to the worker's reports.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+from locust import events
+from locust.runners import STATE_RUNNING, MasterRunner
+
+import loadtest_checks
+
+CHECKS_ENV = "LOADTEST_CHECKS"
+SATURATION_ENV = "LOADTEST_CPU_SATURATION"
+REPORT_KEY = "loadtest_metrics"  # loadtest_metrics' part of a worker's report, which carries its CPU limit
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerCpu:
+    """Each worker's CPU as a share of its ceiling, sampled at its reports while the swarm runs."""
+
+    def __init__(self, runner: MasterRunner):
+        self.runner = runner
+        self.samples: dict[str, list[float]] = {}
+
+    def add(self, client_id: str, data: dict) -> None:
+        node = self.runner.clients.get(client_id)
+        if node is None or self.runner.state != STATE_RUNNING:
+            return
+        limit = (data.get(REPORT_KEY) or {}).get("cpu_limit_cores") or 1.0
+        self.samples.setdefault(client_id, []).append(node.cpu_usage / 100 / min(limit, 1.0))
+
+    def busiest(self) -> float:
+        return max((sum(s) / len(s) for s in self.samples.values() if s), default=0.0)
+
+
+@events.init.add_listener
+def _register(environment, **_):
+    text = os.environ.get(CHECKS_ENV, "").strip()
+    if not text or not isinstance(environment.runner, MasterRunner):
+        return
+    try:
+        checks = loadtest_checks.parse_all([text])
+        saturated = float(os.environ[SATURATION_ENV])
+    except loadtest_checks.CheckError as e:
+        logger.error("%s: %s", CHECKS_ENV, e)
+        raise SystemExit(loadtest_checks.BAD_INPUT) from None
+    except (KeyError, ValueError):
+        logger.error("%s needs %s, the share of a worker's CPU at which it is saturated (e.g. 0.9)",
+                     CHECKS_ENV, SATURATION_ENV)
+        raise SystemExit(loadtest_checks.BAD_INPUT) from None
+    cpu = WorkerCpu(environment.runner)
+    environment.events.worker_report.add_listener(cpu.add)
+
+    @environment.events.quitting.add_listener
+    def judge(environment, **_):
+        stats = environment.runner.stats
+        # serialize(), not serialize_stats(): that one resets the entries Locust still writes to its files.
+        figures = loadtest_checks.from_entries([e.serialize() for e in stats.entries.values()])
+        outcomes = loadtest_checks.judge(checks, figures)
+        for outcome in outcomes:
+            logger.info("check %s", outcome.describe())
+        busiest = cpu.busiest()
+        bound = busiest >= saturated
+        code = loadtest_checks.exit_code(outcomes, bound)
+        logger.info("busiest worker at %.0f%% of its CPU ceiling%s", busiest * 100,
+                    " (generator-bound)" if bound else "")
+        logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code])
+        environment.process_exit_code = code

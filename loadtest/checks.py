@@ -1,0 +1,33 @@
+"""The check language (`p95<200ms`, `fail_ratio<1%`, `rps>=5000`) and the exit codes of a judged run.
+
+Its one implementation is locustfiles/loadtest_checks.py, standard library only, because the chart's Locust master
+judges the same checks in its pod (`locust.mode: run`), where this package is not installed. The CLI loads that file,
+so a check means the same thing in a pipeline's `loadtest run` and in the chart's Job.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+from . import paths
+from .errors import UsageError
+
+_spec = importlib.util.spec_from_file_location("loadtest_checks", paths.LOCUSTFILES / "loadtest_checks.py")
+language = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("loadtest_checks", language)  # dataclasses look their module up by name
+_spec.loader.exec_module(language)
+
+Check, Figures, Outcome = language.Check, language.Figures, language.Outcome
+PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND = (
+    language.PASSED, language.CHECK_FAILED, language.BAD_INPUT, language.GENERATOR_BOUND)
+EXIT_CODES, AGGREGATED, PATTERN = language.EXIT_CODES, language.AGGREGATED, language.PATTERN
+from_entries, from_requests_csv, judge, exit_code, show = (
+    language.from_entries, language.from_requests_csv, language.judge, language.exit_code, language.show)
+
+
+def parse(texts: list[str], option: str = "--check") -> list[Check]:
+    """The checks, or a UsageError naming `option` and the fix."""
+    try:
+        return language.parse_all(texts)
+    except language.CheckError as e:
+        raise UsageError(f"{option}: {e}") from None

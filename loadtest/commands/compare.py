@@ -1,0 +1,31 @@
+"""`loadtest compare BASELINE CURRENT`: did the service get slower? Two `loadtest run` folders, or two sweep
+reports, against limits; a Markdown summary (stdout, and --markdown FILE for a CI job to post).
+
+Exit codes: 0 no regression, 1 a regression, 2 bad input, 3 invalid: a side's figures are the generator's ceiling.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import compare
+
+
+def run(args) -> int:
+    limits = compare.Limits(compare.parse_share(args.max_rps_drop, "--max-rps-drop"),
+                            compare.parse_share(args.max_p95_rise, "--max-p95-rise"))
+    comparison = compare.compare(Path(args.baseline), Path(args.current), limits)
+    text = compare.markdown(comparison)
+    print(text, end="")
+    if args.markdown:
+        Path(args.markdown).write_text(text)
+    return comparison.exit_code
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="compare two runs or two sweeps; exit 1 on a regression", description=__doc__)
+    p.add_argument("baseline", help="results folder (or result.json / sweep.json) of the baseline")
+    p.add_argument("current", help="results folder (or result.json / sweep.json) to judge against it")
+    p.add_argument("--max-rps-drop", default="5%", help="largest RPS drop that is no regression (default 5%%)")
+    p.add_argument("--max-p95-rise", default="10%", help="largest p95 rise that is no regression (default 10%%)")
+    p.add_argument("--markdown", metavar="FILE", help="also write the Markdown summary to FILE")
+    p.set_defaults(func=run)
