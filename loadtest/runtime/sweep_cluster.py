@@ -44,6 +44,9 @@ class ClusterDriver:
                                  "locust.target nginx or haproxy")
             if self.target == "haproxy" and self.values["haproxy"].get("cpuSet"):
                 raise SweepError("haproxy.cpuSet pins a fixed set of CPUs: clear it for a target-cpus sweep")
+        if locust.get("mode") == "run":
+            raise SweepError(f"release {release} runs locust.mode run: one judged run that ends by itself; install "
+                             "it with locust.mode=interactive for a sweep")
         if spec.kind == "workers" and locust.get("mode") == "autostart":
             raise SweepError(f"release {release} runs locust.mode autostart: the master's arguments carry the worker "
                              "count, so each workers step would recreate the master and reset its statistics; "

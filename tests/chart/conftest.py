@@ -1,6 +1,7 @@
 """Shared helpers of the chart tests: the tools, and each chart rendered once per set of values."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,19 @@ class Helm:
         result = self.template(*args)
         assert result.returncode != 0, f"{args} rendered"
         return result.stderr
+
+    def notes(self, tmp_path: Path, *args: str) -> str:
+        """NOTES.txt as `helm install` prints it: rendered through a probe template in a copy of the chart
+        (`helm template` drops NOTES.txt, and `helm install --dry-run` needs a cluster)."""
+        chart = tmp_path / "loadtest"
+        shutil.copytree(CHART, chart)
+        (chart / "templates" / "notes-probe.yaml").write_text(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n"
+            '  notes: {{ include "loadtest/templates/NOTES.txt" . | toJson }}\n'
+        )
+        result = self.template("--show-only", "templates/notes-probe.yaml", *args, chart=chart)
+        assert result.returncode == 0, result.stderr
+        return yaml.safe_load(result.stdout)["data"]["notes"]
 
     def render(self, values_file: Path | None = None, *args: str) -> Rendered:
         """The umbrella chart rendered with a values file (None: defaults) and extra helm arguments; cached."""

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import base64
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -313,22 +312,8 @@ def test_backend_config_loads_in_local_nginx(helm, nginx, tmp_path):
     assert "test is successful" in result.stderr
 
 
-def notes(helm, tmp_path, *args: str) -> str:
-    """NOTES.txt as `helm install` prints it: rendered through a probe template in a copy of the chart
-    (`helm template` drops NOTES.txt, and `helm install --dry-run` needs a cluster)."""
-    chart = tmp_path / "loadtest"
-    shutil.copytree(paths.CHART, chart)
-    (chart / "templates" / "notes-probe.yaml").write_text(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n"
-        '  notes: {{ include "loadtest/templates/NOTES.txt" . | toJson }}\n'
-    )
-    result = helm.template("--show-only", "templates/notes-probe.yaml", *args, chart=chart)
-    assert result.returncode == 0, result.stderr
-    return yaml.safe_load(result.stdout)["data"]["notes"]
-
-
 def test_notes(helm, tmp_path):
-    text = notes(helm, tmp_path, "--set", "locust.nodeType=c5.xlarge")
+    text = helm.notes(tmp_path, "--set", "locust.nodeType=c5.xlarge")
     assert "kubectl -n loadtest port-forward svc/lt-locust-master 8089:8089" in text
     assert "http://localhost:8089" in text
     assert "get pods -l app.kubernetes.io/instance=lt,app.kubernetes.io/component=locust-worker" in text
@@ -340,7 +325,7 @@ def test_notes(helm, tmp_path):
 
 
 def test_notes_without_web_auth_say_so(helm, tmp_path):
-    text = notes(helm, tmp_path, "--set", "locust.webAuth.enabled=false")
+    text = helm.notes(tmp_path, "--set", "locust.webAuth.enabled=false")
     assert "get secret" not in text and "asks for no password (locust.webAuth.enabled=false)" in text
 
 
@@ -351,7 +336,7 @@ def test_notes_without_web_auth_say_so(helm, tmp_path):
      "reachable from outside the cluster (LoadBalancer, from 203.0.113.0/24)"),
 ])
 def test_notes_warn_in_one_line_when_the_ui_leaves_the_cluster(helm, tmp_path, service, ranges, says):
-    text = notes(helm, tmp_path, "--set", f"locust.master.service.type={service}", *ranges)
+    text = helm.notes(tmp_path, "--set", f"locust.master.service.type={service}", *ranges)
     (warning,) = [line for line in text.splitlines() if line.startswith("WARNING")]
     assert says in warning and "aim the workers at any host" in warning
 
@@ -369,13 +354,13 @@ def test_notes_with_monitoring_show_grafana_and_the_sweep(helm, tmp_path):
 
 
 def test_notes_web_auth_and_autostart(helm, tmp_path):
-    text = notes(helm, tmp_path, *VARIANTS["web-auth"], *VARIANTS["autostart"])
+    text = helm.notes(tmp_path, *VARIANTS["web-auth"], *VARIANTS["autostart"])
     assert "kubectl -n loadtest get secret lt-locust-web-auth -o jsonpath='{.data.credentials}' | base64 -d" in text
     assert "100 users, 10 spawned per second, for 10m" in text
 
 
 def test_notes_backend_only(helm, tmp_path):
-    text = notes(helm, tmp_path, *VARIANTS["backend-only"])
+    text = helm.notes(tmp_path, *VARIANTS["backend-only"])
     assert "port-forward" not in text and "helm test lt -n loadtest" in text
 
 

@@ -2,7 +2,7 @@
 (loadtest_checks' syntax), and whether the generator was the limit, set as Locust's exit code.
 
 Importing this module registers it (loadtest_lib imports it, so every scenario and loadtest_plugin do). It does
-nothing unless LOADTEST_CHECKS is set. The generator was the limit when a worker's mean CPU over the run reached
+nothing unless LOADTEST_CHECKS is set (empty: no checks, the generator is still judged). The generator was the limit when a worker's mean CPU over the run reached
 LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or one core: a worker is one process); the chart sets that
 threshold from the saturation rules, the one place it is kept. Each worker's CPU is Locust's own heartbeat
 measurement, and its limit the one loadtest_metrics adds to the worker's reports.
@@ -44,9 +44,9 @@ class WorkerCpu:
 
 @events.init.add_listener
 def _register(environment, **_):
-    text = os.environ.get(CHECKS_ENV, "").strip()
-    if not text or not isinstance(environment.runner, MasterRunner):
+    if CHECKS_ENV not in os.environ or not isinstance(environment.runner, MasterRunner):
         return
+    text = os.environ[CHECKS_ENV]
     try:
         checks = loadtest_checks.parse_all([text])
         saturated = float(os.environ[SATURATION_ENV])

@@ -1,0 +1,71 @@
+"""locust.mode=run: master and workers as Jobs for one judged run, the checks reaching the master, and the values
+that cannot make a run refused."""
+from __future__ import annotations
+
+import pytest
+
+from loadtest import verdict
+
+RUN = ("--set", "locust.mode=run", "--set", "locust.autostart.runTime=2m", "--set", "locust.worker.replicas=3",
+       "--set-json", 'locust.checks=["p95<200ms", "p99[GET /x]<=1s", "fail_ratio<1%", "rps>=100"]')
+
+
+def container(rendered, kind, name):
+    return rendered.get(kind, name)["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_master_is_a_job_that_runs_once_and_judges_the_checks(helm):
+    rendered = helm.render(None, *RUN)
+    job = rendered.get("Job", "lt-locust-master")
+    assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    master = container(rendered, "Job", "lt-locust-master")
+    for arg in ("--autostart", "--autoquit=60", "--users=100", "--run-time=2m", "--expect-workers=3"):
+        assert arg in master["args"]
+    env = {e["name"]: e.get("value") for e in master["env"]}
+    assert env["LOADTEST_CHECKS"].splitlines() == ["p95<200ms", "p99[GET /x]<=1s", "fail_ratio<1%", "rps>=100"]
+    assert float(env["LOADTEST_CPU_SATURATION"]) == verdict.SATURATED_CPU
+    assert not rendered.of_kind("Deployment") or all(
+        d["metadata"]["name"] not in ("lt-locust-master", "lt-locust-worker") for d in rendered.of_kind("Deployment"))
+
+
+def test_workers_are_a_job_that_ends_with_the_run(helm):
+    rendered = helm.render(None, *RUN)
+    spec = rendered.get("Job", "lt-locust-worker")["spec"]
+    assert (spec["completions"], spec["parallelism"]) == (3, 3)
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    assert "--worker" in container(rendered, "Job", "lt-locust-worker")["args"]
+
+
+def test_a_run_has_no_locust_helm_test_and_the_other_modes_keep_theirs(helm):
+    names = [p["metadata"]["name"] for p in helm.render(None, *RUN).of_kind("Pod")]
+    assert "lt-test-locust" not in names and "lt-test-backend" in names
+    assert "lt-test-locust" in [p["metadata"]["name"] for p in helm.render().of_kind("Pod")]
+
+
+def test_interactive_and_autostart_stay_deployments_without_the_judge(helm):
+    for mode in ("interactive", "autostart"):
+        rendered = helm.render(None, "--set", f"locust.mode={mode}")
+        names = {e["name"] for e in container(rendered, "Deployment", "lt-locust-master")["env"]}
+        assert "LOADTEST_CHECKS" not in names
+        assert not rendered.of_kind("Job")
+
+
+def test_notes_say_where_the_verdict_and_exit_code_are(helm, tmp_path):
+    text = helm.notes(tmp_path, *RUN)
+    assert "kubectl -n loadtest wait --for=condition=complete job/lt-locust-master" in text
+    assert "kubectl -n loadtest logs job/lt-locust-master" in text
+    assert "3 invalid" in text and "helm uninstall lt" in text
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--set", "locust.mode=run"), "set it, e.g. --set locust.autostart.runTime=5m"),
+    (("--set-json", 'locust.checks=["p95<200ms"]'), "set locust.mode=run, or drop the checks"),
+    ((*RUN[:6], "--set-json", 'locust.checks=["p95<200"]'), 'locust.checks[0] "p95<200" is not METRIC[NAME] OP'),
+    ((*RUN[:6], "--set-json", 'locust.checks=["rps>=5s"]'), "rps without unit"),
+    ((*RUN[:6], "--set-json", 'locust.checks=[""]'), "checks.0"),
+    ((*RUN[:6], "--set", "locust.extraEnv[0].name=LOADTEST_CHECKS", "--set", "locust.extraEnv[0].value=x"),
+     "LOADTEST_CHECKS"),
+])
+def test_values_that_cannot_make_a_run_are_refused(helm, args, says):
+    assert says in helm.refusal(*args)
