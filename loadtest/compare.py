@@ -74,9 +74,10 @@ def load(path: Path) -> tuple[str, dict]:
 
 
 def change(baseline: float | None, current: float | None) -> float | None:
+    """current / baseline - 1, rounded so that a change of exactly a limit (950 of 1000: 5 %) is that limit."""
     if baseline is None or current is None or baseline == 0:
         return None
-    return current / baseline - 1
+    return round(current / baseline - 1, 9)
 
 
 def _rps_p95(what: str, base: tuple[float, float], cur: tuple[float, float], limits: Limits) -> list[Figure]:
@@ -109,18 +110,35 @@ def capacity(sweep: dict) -> dict | None:
     return sweep["steps"][number - 1] if number else None
 
 
+def knee_load(sweep: dict) -> float | None:
+    number = sweep.get("knee_step")
+    return sweep["steps"][number - 1]["load"] if number else None
+
+
 def sweeps(base: dict, cur: dict, limits: Limits) -> tuple[list[Figure], str | None]:
     if base.get("sweep_of") != cur.get("sweep_of"):
         raise UsageError(f"the baseline sweeps {base.get('sweep_of')} and the current one {cur.get('sweep_of')}: "
                          "compare sweeps of the same kind")
+    for side, sweep in (("baseline", base), ("current", cur)):
+        if not sweep.get("complete", False):
+            raise UsageError(f"the {side} sweep is incomplete ({sweep.get('incomplete')}): compare complete sweeps")
+    # A sweep the generator stopped before any knee only has a lower bound of the target's capacity.
+    bounded = [side for side, s in (("baseline", base), ("current", cur))
+               if s.get("generator_bound_step") and not s.get("knee_step")]
+    if bounded:
+        return [], (f"the {' and the '.join(bounded)} sweep stopped when the generator saturated, before a knee: "
+                    "its capacity is only a lower bound")
     b, c = capacity(base), capacity(cur)
-    missing = [side for side, step in (("baseline", b), ("current", c)) if step is None]
-    if missing:
-        return [], (f"the {' and the '.join(missing)} sweep has no capacity step (the generator saturated first, "
-                    "or no step was measured): nothing of the target's to compare")
-    figures = _rps_p95("capacity", (b["rps"], b["p95_ms"]), (c["rps"], c["p95_ms"]), limits)
-    knee_b, knee_c = (s["steps"][s["knee_step"] - 1]["load"] if s.get("knee_step") else None for s in (base, cur))
-    moved = knee_b is not None and knee_c is not None and knee_c < knee_b
+    if b is None:
+        return [], "the baseline sweep has no capacity step (it failed from its first step): no baseline to hold to"
+    knee_b, knee_c = knee_load(base), knee_load(cur)
+    if c is None:  # the knee at the first step: nothing held up
+        figures = [Figure("capacity RPS", b["rps"], None, None, "a capacity step", True)]
+    else:
+        figures = _rps_p95("capacity", (b["rps"], b["p95_ms"]), (c["rps"], c["p95_ms"]), limits)
+    # A knee at a lower load, or a knee where the baseline's whole range had none.
+    moved = knee_c is not None and (knee_c < knee_b if knee_b is not None
+                                    else knee_c <= max(s["load"] for s in base["steps"]))
     figures.append(Figure(f"knee ({base['sweep_of']})", knee_b, knee_c, change(knee_b, knee_c),
                           "not at a lower load", moved))
     return figures, None

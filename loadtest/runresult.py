@@ -43,7 +43,8 @@ class RunReport:
     def exit_code(self) -> int:
         if self.incomplete:
             return checks.CHECK_FAILED
-        return checks.exit_code(self.outcomes, self.generator_bound)
+        total = self.figures.get(checks.AGGREGATED)
+        return checks.exit_code(self.outcomes, self.generator_bound, total.requests if total else 0)
 
     def to_json(self) -> dict:
         return {

@@ -45,8 +45,11 @@ class Processes:
     def start(self, name: str, cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = open(self.logs / f"{name}.log", "wb")
+        # A session of its own: a Ctrl-C in the terminal reaches loadtest alone, which stops each process once, by
+        # PID (a Locust master stopped twice, by the terminal's SIGINT and then by SIGTERM, writes its final
+        # statistics twice, the second time empty).
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, **(env or {})}, cwd=cwd)
+                                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True)
         log.close()
         self.procs[name] = proc
         return proc

@@ -79,6 +79,11 @@ def test_checks_in_one_item_are_split_on_commas_and_new_lines():
     assert [c.metric for c in parsed] == ["p95", "rps", "fail_ratio", "avg"]
 
 
+def test_a_comma_inside_a_request_name_does_not_split_the_check():
+    parsed = checks.parse(["p95[/a,b]<1s,rps>=1"])
+    assert [(c.metric, c.name) for c in parsed] == [("p95", "/a,b"), ("rps", checks.AGGREGATED)]
+
+
 def test_no_checks_parse_to_none():
     assert checks.parse([]) == [] and checks.parse([" , \n"]) == []
 
@@ -203,7 +208,7 @@ FIGURES = checks.from_entries(ENTRIES)
 
 def judged(*texts, generator_bound=False):
     outcomes = checks.judge(checks.parse(list(texts)), FIGURES)
-    return outcomes, checks.exit_code(outcomes, generator_bound)
+    return outcomes, checks.exit_code(outcomes, generator_bound, FIGURES[checks.AGGREGATED].requests)
 
 
 def test_all_checks_passing_exit_0():
@@ -230,7 +235,14 @@ def test_a_check_on_a_missing_name_fails_and_says_why():
     (outcome,), code = judged("p95[/nowhere]<1s")
     assert code == 1
     assert outcome.measured is None and not outcome.passed
-    assert outcome.describe() == "p95[/nowhere]<1s: no request named '/nowhere' in this run"
+    assert outcome.describe() == "p95[/nowhere]<1s: FAILED, no request named '/nowhere' in this run"
+
+
+def test_a_run_without_requests_fails_checks_or_none():
+    empty = checks.from_entries([])
+    (outcome,) = checks.judge(checks.parse(["fail_ratio<1%"]), empty)
+    assert not outcome.passed and outcome.describe() == "fail_ratio<1%: FAILED, no request in this run"
+    assert checks.exit_code([outcome], False, 0) == checks.exit_code([], False, 0) == checks.CHECK_FAILED
 
 
 def test_exit_codes_have_meanings():

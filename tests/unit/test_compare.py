@@ -56,8 +56,6 @@ def test_a_change_exactly_at_the_limit_is_no_regression(tmp_path):
     assert [f.limit for f in c.figures[:2]] == ["drop <= 25%", "rise <= 50%"]
 
 
-@pytest.mark.xfail(strict=True, reason="compare.py: 950/1000 - 1 is -0.050000000000000044 in floating point, so a "
-                                       "drop of exactly 5% (or a rise of exactly 10%) counts as a regression")
 def test_a_change_exactly_at_the_default_limits_is_no_regression(tmp_path):
     limits = compare.Limits(compare.parse_share("5%", "--max-rps-drop"), compare.parse_share("10%", "--max-p95-rise"))
     c = runs(tmp_path, {"rps": 1000.0, "p95": 100.0}, {"rps": 950.0, "p95": 110.0}, limits)
@@ -170,12 +168,40 @@ def test_a_knee_at_a_higher_load_is_no_regression(tmp_path):
     assert not by_what(c)["knee (users)"].regressed and c.exit_code == 0
 
 
-def test_a_sweep_without_a_capacity_step_makes_the_comparison_invalid(tmp_path):
-    c = sweeps(tmp_path, [(1, 1000, 5, "saturated")])
+def test_a_sweep_the_generator_stopped_before_a_knee_makes_the_comparison_invalid(tmp_path):
+    c = sweeps(tmp_path, [(1, 1000, 5), (2, 1500, 5, "saturated")])
     assert c.figures == [] and c.exit_code == 3
-    assert c.invalid.startswith("the current sweep has no capacity step")
+    assert c.invalid.startswith("the current sweep stopped when the generator saturated, before a knee")
     text = compare.markdown(c)
     assert text.startswith("# Load test comparison (sweeps): INVALID comparison") and "| figure |" not in text
+
+
+def test_a_current_sweep_failing_from_its_first_step_is_a_regression(tmp_path):
+    failing = report.Sweep({"scenario": "keepalive_1kb", "target": "haproxy"}, "users")
+    failing.records.append(report.StepRecord(
+        Step(0, 1, 900.0, 5.0, 0.5, False), start=0.0, end=10.0, p50_ms=2.0, p99_ms=9.0, requests=9000,
+        failures=4500, users=10, workers=2, worker_cpu_max=0.5, worker_cpu_cores=1.0, target_cpus=1,
+        target_cpu_cores=0.9, verdict=verdict.HEALTHY))
+    report.write(failing, tmp_path / "b")
+    c = compare.compare(sweep(tmp_path / "a", BASE_SWEEP), tmp_path / "b", LIMITS)
+    assert c.invalid is None and c.exit_code == 1
+    capacity = by_what(c)["capacity RPS"]
+    assert (capacity.baseline, capacity.current, capacity.regressed) == (1900, None, True)
+
+
+def test_a_knee_where_the_baseline_had_none_is_a_regression(tmp_path):
+    base = [(1, 1000, 5), (2, 2000, 5), (4, 4000, 5)]  # still rising: no knee
+    c = sweeps(tmp_path, [(1, 1000, 5), (2, 1900, 5), (4, 1950, 12)], base=base)
+    assert by_what(c)["knee (users)"].regressed and c.exit_code == 1
+
+
+def test_an_incomplete_sweep_is_refused(tmp_path):
+    a = sweep(tmp_path / "a", BASE_SWEEP)
+    b = sweep(tmp_path / "b", BASE_SWEEP)
+    data = json.loads((b / "sweep.json").read_text())
+    (b / "sweep.json").write_text(json.dumps({**data, "complete": False, "incomplete": "interrupted"}))
+    with pytest.raises(UsageError, match="current sweep is incomplete \\(interrupted\\)"):
+        compare.compare(a, b, LIMITS)
 
 
 def test_sweeps_of_different_kinds_are_refused(tmp_path):

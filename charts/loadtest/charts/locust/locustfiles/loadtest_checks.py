@@ -91,9 +91,13 @@ def parse(text: str) -> Check:
     return Check(text, metric, name or AGGREGATED, op, value)
 
 
+# A comma outside [NAME] (a request name may hold one), or a new line.
+SEPARATOR = re.compile(r",(?![^\[]*\])|\n")
+
+
 def parse_all(texts) -> list[Check]:
     """Checks given one per item, or several in one item separated by commas or new lines (an env variable)."""
-    return [parse(part) for text in texts for part in re.split(r"[,\n]", text) if part.strip()]
+    return [parse(part) for text in texts for part in SEPARATOR.split(text) if part.strip()]
 
 
 @dataclass(frozen=True)
@@ -191,13 +195,14 @@ def _csv_float(text: str) -> float:
 @dataclass(frozen=True)
 class Outcome:
     check: Check
-    measured: float | None  # None: the run has no request of that name
+    measured: float | None  # None: the run has no request of that name (or none at all)
     passed: bool
 
     def describe(self) -> str:
         c = self.check
         if self.measured is None:
-            return f"{c.text}: no request named {c.name!r} in this run"
+            named = "" if c.name == AGGREGATED else f" named {c.name!r}"
+            return f"{c.text}: FAILED, no request{named} in this run"
         return f"{c.text}: {show(c.metric, self.measured)} {'passed' if self.passed else 'FAILED'}"
 
 
@@ -212,14 +217,16 @@ def show(metric: str, value: float) -> str:
 def judge(checks: list[Check], figures: dict[str, Figures]) -> list[Outcome]:
     outcomes = []
     for check in checks:
-        measured = figures[check.name].value(check.metric) if check.name in figures else None
+        found = figures.get(check.name)
+        measured = found.value(check.metric) if found is not None and found.requests else None
         passed = measured is not None and OPERATORS[check.op](float(measured), check.limit)
         outcomes.append(Outcome(check, measured, passed))
     return outcomes
 
 
-def exit_code(outcomes: list[Outcome], generator_bound: bool) -> int:
-    """Generator-bound wins over the checks: neither a pass nor a failure of the target can be read from it."""
+def exit_code(outcomes: list[Outcome], generator_bound: bool, requests: int) -> int:
+    """Generator-bound wins over the checks: neither a pass nor a failure of the target can be read from it. A run
+    without a single request fails, checks or none."""
     if generator_bound:
         return GENERATOR_BOUND
-    return PASSED if all(o.passed for o in outcomes) else CHECK_FAILED
+    return PASSED if requests and all(o.passed for o in outcomes) else CHECK_FAILED

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 from locust import events
-from locust.runners import STATE_RUNNING, MasterRunner
+from locust.runners import CPU_MONITOR_INTERVAL, STATE_RUNNING, MasterRunner
 
 import loadtest_checks
 
@@ -25,21 +26,29 @@ logger = logging.getLogger(__name__)
 
 
 class WorkerCpu:
-    """Each worker's CPU as a share of its ceiling, sampled at its reports while the swarm runs."""
+    """Each worker's CPU as a share of its ceiling, sampled at its reports while the swarm runs. A worker measures
+    its CPU over the last CPU_MONITOR_INTERVAL seconds, on a clock of its own that starts with a 0: samples start
+    two intervals into the run, when every figure is of the run."""
 
     def __init__(self, runner: MasterRunner):
         self.runner = runner
         self.samples: dict[str, list[float]] = {}
+        self.running_since: float | None = None
 
     def add(self, client_id: str, data: dict) -> None:
-        node = self.runner.clients.get(client_id)
-        if node is None or self.runner.state != STATE_RUNNING:
+        if self.runner.state != STATE_RUNNING:
+            self.running_since = None
+            return
+        self.running_since = self.running_since or time.monotonic()
+        node = next((n for n in self.runner.clients.values() if n.id == client_id), None)
+        if node is None or time.monotonic() - self.running_since < 2 * CPU_MONITOR_INTERVAL:
             return
         limit = (data.get(REPORT_KEY) or {}).get("cpu_limit_cores") or 1.0
         self.samples.setdefault(client_id, []).append(node.cpu_usage / 100 / min(limit, 1.0))
 
-    def busiest(self) -> float:
-        return max((sum(s) / len(s) for s in self.samples.values() if s), default=0.0)
+    def busiest(self) -> float | None:
+        """The highest mean of any worker; None when the run was too short to measure one."""
+        return max((sum(s) / len(s) for s in self.samples.values() if s), default=None)
 
 
 @events.init.add_listener
@@ -69,9 +78,12 @@ def _register(environment, **_):
         for outcome in outcomes:
             logger.info("check %s", outcome.describe())
         busiest = cpu.busiest()
-        bound = busiest >= saturated
-        code = loadtest_checks.exit_code(outcomes, bound)
-        logger.info("busiest worker at %.0f%% of its CPU ceiling%s", busiest * 100,
-                    " (generator-bound)" if bound else "")
+        bound = busiest is not None and busiest >= saturated
+        code = loadtest_checks.exit_code(outcomes, bound, figures[loadtest_checks.AGGREGATED].requests)
+        if busiest is None:
+            logger.warning("no worker CPU measured: the run was shorter than %d s", 2 * CPU_MONITOR_INTERVAL)
+        else:
+            logger.info("busiest worker at %.0f%% of its CPU ceiling%s", busiest * 100,
+                        " (generator-bound)" if bound else "")
         logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code])
         environment.process_exit_code = code

@@ -1,0 +1,160 @@
+"""`loadtest run` end to end on the local stack, and the master's own judgement (the chart's mode run) with real
+Locust processes: checks that pass and fail on purpose, a starved generator giving the "invalid" code, a results
+folder a pipeline keeps (its JUnit read by a JUnit reader), and an interrupted run that still leaves its folder."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import junitparser
+import pytest
+
+from loadtest import checks, scenarios, verdict
+from loadtest.runtime.locust import MASTER, Locust
+from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
+
+LOCUST_FILES = {"report.html", "stats.json", "stats_stats.csv", "stats_stats_history.csv", "stats_failures.csv",
+                "stats_exceptions.csv"}
+
+
+def loadtest_run(out, *args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), *args],
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def passed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "passed"
+    # Light load (5 users waiting 50 ms), so neither side saturates and the checks alone decide.
+    result = loadtest_run(out, "--workers", "1", "--users", "5", "--wait", "0.05", "--run-time", "6s",
+                          "--check", "p95<500ms", "--check", "fail_ratio<1%", "--check", "rps>=20",
+                          "--check", "p99[/1kb]<=1s")
+    return out, result
+
+
+def test_a_run_that_meets_its_checks_exits_0_and_keeps_every_file(passed):
+    out, result = passed
+    assert result.returncode == checks.PASSED, result.stdout + result.stderr
+    names = {p.name for p in out.iterdir()}
+    assert {"result.json", "checks.xml", "summary.md", "series.csv", f"{MASTER}.log"} | LOCUST_FILES <= names
+    data = json.loads((out / "result.json").read_text())
+    assert data["complete"] and data["exit_code"] == 0 and data["verdict"]["kind"] == verdict.HEALTHY
+    assert [c["passed"] for c in data["checks"]] == [True] * 4
+    assert data["figures"]["Aggregated"]["requests"] > 100
+    assert "Locust 2.47.0" in data["conditions"]["versions"]
+    assert "PASSED" in (out / "summary.md").read_text()
+    assert len((out / "series.csv").read_text().splitlines()) > 3  # a line per second of the run
+    assert "check            rps>=20:" in result.stdout and "exit code        0" in result.stdout
+
+
+def test_its_junit_reads_as_one_passing_case_per_check_and_one_for_the_generator(passed):
+    out, _ = passed
+    suite = next(iter(junitparser.JUnitXml.fromfile(str(out / "checks.xml"))))
+    cases = list(suite)
+    assert [c.name for c in cases[:4]] == ["p95<500ms", "fail_ratio<1%", "rps>=20", "p99[/1kb]<=1s"]
+    assert len(cases) == 5 and all(c.is_passed for c in cases)
+    assert (suite.tests, suite.failures, suite.errors) == (5, 0, 0)
+
+
+def test_the_same_folder_is_refused_without_force(passed):
+    out, _ = passed
+    again = loadtest_run(out, "--run-time", "2s")
+    assert again.returncode == 2 and "holds an earlier run" in again.stderr and "--force" in again.stderr
+
+
+def test_a_check_that_fails_exits_1_and_fails_its_junit_case(tmp_path):
+    out = tmp_path / "failed"
+    result = loadtest_run(out, "--workers", "1", "--users", "5", "--wait", "0.05", "--run-time", "4s",
+                          "--check", "fail_ratio<1%", "--check", "rps>=10000000")
+    assert result.returncode == checks.CHECK_FAILED, result.stdout + result.stderr
+    assert "rps>=10000000:" in result.stdout and "FAILED" in result.stdout
+    suite = next(iter(junitparser.JUnitXml.fromfile(str(out / "checks.xml"))))
+    assert [c.is_passed for c in suite] == [True, False, True]
+
+
+def test_a_starved_generator_makes_the_run_invalid_exit_3(tmp_path):
+    out = tmp_path / "starved"
+    # One worker, 100 users without a pause: the worker is the limit at a fraction of what nginx serves.
+    result = loadtest_run(out, "--workers", "1", "--users", "100", "--run-time", "6s", "--check", "fail_ratio<1%")
+    assert result.returncode == checks.GENERATOR_BOUND, result.stdout + result.stderr
+    assert "invalid measurement" in result.stderr
+    data = json.loads((out / "result.json").read_text())
+    assert data["verdict"]["kind"] == verdict.GENERATOR_BOUND and data["checks"][0]["passed"]
+    assert "INVALID" in (out / "summary.md").read_text()
+
+
+def test_bad_checks_are_refused_before_anything_starts(tmp_path):
+    result = loadtest_run(tmp_path / "bad", "--check", "p95<200")
+    assert result.returncode == 2 and "--check: check 'p95<200': give p95 a unit" in result.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
+    out = tmp_path / "interrupted"
+    proc = subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), "--workers",
+                             "1", "--users", "5", "--wait", "0.05", "--run-time", "60s", "--check", "rps>=1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S * 2
+        while not (out / "series.csv").exists() or len((out / "series.csv").read_text().splitlines()) < 4:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
+            time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "marked incomplete" in err
+    data = json.loads((out / "result.json").read_text())
+    assert not data["complete"] and data["incomplete"] == "interrupted" and data["exit_code"] == 1
+    assert data["figures"]["Aggregated"]["requests"] > 0  # Locust wrote what it had measured when stopped
+    suite = next(iter(junitparser.JUnitXml.fromfile(str(out / "checks.xml"))))
+    assert "the run went to its end" in [c.name for c in suite]
+
+
+def judged_master(tmp_path, url, checks_text, users, wait_s, worker_cores=None, quotas=None, run_time_s=8):
+    """The chart's mode run on loopback: a headless master that ends the run itself, with LOADTEST_CHECKS and the
+    rules' threshold as the chart sets them, and one worker (in a CPU quota when `worker_cores`)."""
+    env = {"LOADTEST_CHECKS": checks_text, "LOADTEST_CPU_SATURATION": f"{verdict.SATURATED_CPU:g}",
+           "LOADTEST_WAIT": f"{wait_s:g}", "LOADTEST_PATH": "/1kb"}
+    with Processes(tmp_path) as procs:
+        locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env=env)
+        master = locust.start_master("-u", str(users), "-r", str(users), "-t", f"{run_time_s}s", "--host", url, web=False,
+                                     expect_workers=1, expect_workers_wait_s=STARTUP_TIMEOUT_S)
+        (worker,) = locust.start_workers(1)
+        if worker_cores:
+            quotas.limit([worker.pid], worker_cores)
+        master.wait(timeout=STARTUP_TIMEOUT_S + run_time_s + 60)
+        return master.returncode, procs.logs_text()
+
+
+def test_the_master_of_a_run_exits_with_its_checks_code(tmp_path, nginx):
+    code, log = judged_master(tmp_path / "pass", nginx.url, "fail_ratio<1%\nrps>=5", users=5, wait_s=0.05)
+    assert code == checks.PASSED, log[-3000:]
+    assert "check rps>=5:" in log and "exit code 0" in log
+    assert "no worker CPU measured: the run was shorter than 20 s" in log  # Locust measures it every 10 s
+    code, log = judged_master(tmp_path / "fail", nginx.url, "rps>=10000000", users=5, wait_s=0.05)
+    assert code == checks.CHECK_FAILED, log[-3000:]
+    assert "rps>=10000000:" in log and "FAILED" in log
+
+
+def test_the_master_of_a_run_refuses_a_bad_check_with_code_2(tmp_path, nginx):
+    code, log = judged_master(tmp_path, nginx.url, "p95<200", users=1, wait_s=1)
+    assert code == checks.BAD_INPUT and "give p95 a unit" in log
+
+
+def test_the_master_of_a_run_calls_a_worker_at_its_cpu_limit_invalid(tmp_path, nginx, make_cpu_quotas):
+    """The seed's starved worker: at a tenth of a core it is pinned at its limit, and the run is invalid however
+    its checks came out."""
+    with make_cpu_quotas() as quotas:
+        # 30 s: a worker measures its CPU every 10 s, and the master judges it from 20 s into the run on.
+        code, log = judged_master(tmp_path, nginx.url, "fail_ratio<1%", users=20, wait_s=0, worker_cores=0.1,
+                                  quotas=quotas, run_time_s=30)
+    assert code == checks.GENERATOR_BOUND, log[-3000:]
+    assert "(generator-bound)" in log and "exit code 3" in log

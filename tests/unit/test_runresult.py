@@ -1,0 +1,139 @@
+import json
+
+import pytest
+from junitparser import Error, Failure, JUnitXml, Skipped
+
+from loadtest import checks, runresult, verdict
+from loadtest.errors import UsageError
+
+CONDITIONS = {"scenario": "keepalive_1kb", "target": "haproxy", "workers": "4"}
+FIGURES = checks.from_entries([
+    {"name": "/1kb", "method": "GET", "num_requests": 1000, "num_failures": 5,
+     "response_times": {"5": 900, "40": 90, "300": 10}, "start_time": 1000.0, "last_request_timestamp": 1010.0,
+     "total_response_time": 11100, "max_response_time": 310},
+])
+
+
+def report(texts=("p95<100ms", "fail_ratio<1%"), kind=verdict.HEALTHY, incomplete=None):
+    outcomes = checks.judge(checks.parse(list(texts)), FIGURES)
+    return runresult.RunReport(dict(CONDITIONS), started=1000.0, ended=1060.5, figures=FIGURES, outcomes=outcomes,
+                               verdict=verdict.Verdict(kind, f"{kind} because") if kind else None,
+                               incomplete=incomplete)
+
+
+def suite_of(tmp_path, r):
+    files = runresult.write(r, tmp_path / "run")
+    (suite,) = JUnitXml.fromfile(str(files["junit"]))
+    return suite
+
+
+def results(case):
+    return [type(result) for result in case.result]
+
+
+def test_junit_has_a_case_per_check_and_the_validity_case(tmp_path):
+    suite = suite_of(tmp_path, report(("p95<100ms", "fail_ratio<1%", "p99[/1kb]<100ms")))
+    cases = {case.name: case for case in suite}
+    assert list(cases) == ["p95<100ms", "fail_ratio<1%", "p99[/1kb]<100ms", runresult.VALIDITY_CASE]
+    assert (suite.name, suite.tests, suite.failures, suite.errors, suite.skipped) == ("loadtest run", 4, 1, 0, 0)
+    assert suite.time == pytest.approx(60.5)
+    assert cases["p95<100ms"].is_passed and cases["fail_ratio<1%"].is_passed
+    assert cases["p95<100ms"].classname == "loadtest.checks"
+    (failure,) = cases["p99[/1kb]<100ms"].result
+    assert isinstance(failure, Failure) and failure.message == "p99[/1kb]<100ms: 300 ms FAILED"
+    assert cases[runresult.VALIDITY_CASE].is_passed and cases[runresult.VALIDITY_CASE].classname == "loadtest.verdict"
+
+
+def test_junit_validity_case_fails_when_the_generator_was_the_limit(tmp_path):
+    suite = suite_of(tmp_path, report(kind=verdict.GENERATOR_BOUND))
+    valid = [case for case in suite if case.name == runresult.VALIDITY_CASE][0]
+    (failure,) = valid.result
+    assert isinstance(failure, Failure)
+    assert failure.type == verdict.GENERATOR_BOUND and failure.message == "generator-bound because"
+    assert (suite.tests, suite.failures) == (3, 1)
+
+
+def test_junit_validity_case_is_skipped_without_a_verdict(tmp_path):
+    suite = suite_of(tmp_path, report(kind=None))
+    assert [results(case) for case in suite] == [[], [], [Skipped]]
+    assert suite.skipped == 1
+
+
+def test_junit_an_incomplete_run_adds_an_error_case(tmp_path):
+    suite = suite_of(tmp_path, report(incomplete="interrupted after 20 s"))
+    last = list(suite)[-1]
+    assert last.name == "the run went to its end" and results(last) == [Error]
+    assert last.result[0].message == "interrupted after 20 s"
+    assert (suite.tests, suite.failures, suite.errors) == (4, 0, 1)
+
+
+def test_junit_properties_carry_the_conditions(tmp_path):
+    suite = suite_of(tmp_path, report())
+    assert {p.name: p.value for p in suite.properties()} == CONDITIONS
+
+
+@pytest.mark.parametrize("kwargs, code, word", [
+    ({}, 0, "PASSED"),
+    ({"texts": ["p95<10ms"]}, 1, "FAILED"),
+    ({"kind": verdict.GENERATOR_BOUND}, 3, "INVALID"),
+    ({"texts": ["p95<10ms"], "kind": verdict.GENERATOR_BOUND}, 3, "INVALID"),
+    ({"incomplete": "interrupted"}, 1, "FAILED"),
+])
+def test_result_json_and_summary_carry_the_exit_code(tmp_path, kwargs, code, word):
+    r = report(**kwargs)
+    assert r.exit_code == code
+    files = runresult.write(r, tmp_path / "run")
+    data = json.loads(files["json"].read_text())
+    assert (data["exit_code"], data["meaning"]) == (code, checks.EXIT_CODES[code])
+    assert data["complete"] is ("incomplete" not in kwargs)
+    summary = files["markdown"].read_text()
+    assert f"**{word}** (exit code {code}: {checks.EXIT_CODES[code]})" in summary
+    assert ("INCOMPLETE: interrupted" in summary) is ("incomplete" in kwargs)
+
+
+def test_result_json_round_trips_the_report(tmp_path):
+    r = report(("p95<100ms", "p95[/none]<1s"))
+    data = json.loads(runresult.write(r, tmp_path / "run")["json"].read_text())
+    assert data == json.loads(json.dumps(r.to_json()))
+    assert data["conditions"] == CONDITIONS and (data["started"], data["ended"]) == (1000.0, 1060.5)
+    assert data["verdict"] == {"kind": verdict.HEALTHY, "reason": "healthy because"}
+    assert data["checks"] == [{"check": "p95<100ms", "measured": 40.0, "passed": True},
+                              {"check": "p95[/none]<1s", "measured": None, "passed": False}]
+    agg = data["figures"][checks.AGGREGATED]
+    assert (agg["requests"], agg["failures"], agg["fail_ratio"], agg["rps"]) == (1000, 5, 0.005, 100.0)
+    assert agg["percentiles_ms"]["0.95"] == 40.0 and agg["percentiles_ms"]["0.99"] == 300.0
+
+
+def test_summary_lists_checks_and_figures_aggregated_last(tmp_path):
+    summary = runresult.summary(report(("p95<100ms", "p95[/none]<1s")))
+    assert summary.startswith("# Load test run: keepalive_1kb against haproxy\n")
+    assert "| `p95<100ms` | 40 ms | passed |" in summary
+    assert "| `p95[/none]<1s` | - | **failed** |" in summary
+    assert summary.index("| /1kb |") < summary.index("| Aggregated |")
+    assert "| Aggregated | 1,000 | 5 (0.50%) | 100.0 | 5 | 40 | 300 |" in summary
+    assert "- workers: 4" in summary
+
+
+def test_write_leaves_only_its_three_files(tmp_path):
+    runresult.write(report(), tmp_path / "run")
+    runresult.write(report(), tmp_path / "run")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checks.xml", "result.json", "summary.md"]
+
+
+def test_new_folder_is_never_one_that_exists(tmp_path):
+    first = runresult.new_folder(tmp_path, "haproxy", now=0)
+    assert first == tmp_path / "19700101T000000Z-haproxy" and not first.exists()
+    first.mkdir()
+    second = runresult.new_folder(tmp_path, "haproxy", now=0)
+    assert second == tmp_path / "19700101T000000Z-haproxy-2"
+    second.mkdir()
+    assert runresult.new_folder(tmp_path, "haproxy", now=0).name == "19700101T000000Z-haproxy-3"
+
+
+def test_check_output_refuses_a_folder_holding_a_run_unless_forced(tmp_path):
+    runresult.check_output(tmp_path / "new", force=False)
+    runresult.check_output(tmp_path, force=False)  # an empty folder is fine
+    runresult.write(report(), tmp_path)
+    with pytest.raises(UsageError, match="--force"):
+        runresult.check_output(tmp_path, force=False)
+    runresult.check_output(tmp_path, force=True)
