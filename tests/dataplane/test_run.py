@@ -13,7 +13,7 @@ import time
 import junitparser
 import pytest
 
-from loadtest import checks, scenarios, verdict
+from loadtest import checks, paths, scenarios, verdict
 from loadtest.runtime.locust import MASTER, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
 
@@ -158,3 +158,21 @@ def test_the_master_of_a_run_calls_a_worker_at_its_cpu_limit_invalid(tmp_path, n
                                   quotas=quotas, run_time_s=30)
     assert code == checks.GENERATOR_BOUND, log[-3000:]
     assert "(generator-bound)" in log and "exit code 3" in log
+
+
+def test_the_example_pipeline_runs_checks_keeps_and_compares(tmp_path):
+    """examples/ci/pipeline.sh local, twice: the first run is the baseline of the second."""
+    results = tmp_path / "results"
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", "RESULTS": str(results),
+           "RUN_TIME": "5s", "CHECKS": "fail_ratio<1%,rps>=20", "MAX_P95_RISE": "1000%", "MAX_RPS_DROP": "50%"}
+    script = [str(paths.HOME / "examples" / "ci" / "pipeline.sh"), "local"]
+    first = subprocess.run(script, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (baseline,) = results.iterdir()
+    assert (baseline / "checks.xml").exists() and not (results / "comparison.md").exists()
+    time.sleep(1)  # the next run's folder is named after its second
+    second = subprocess.run(script, env={**env, "BASELINE": str(baseline)}, capture_output=True, text=True,
+                            timeout=180, stdin=subprocess.DEVNULL)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (results / "comparison.md").read_text().startswith("# Load test comparison (runs): no regression")
+    assert len([p for p in results.iterdir() if p.is_dir()]) == 2
