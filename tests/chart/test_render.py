@@ -342,8 +342,8 @@ def test_notes_warn_in_one_line_when_the_ui_leaves_the_cluster(helm, tmp_path, s
 
 
 def test_notes_with_monitoring_show_grafana_and_the_sweep(helm, tmp_path):
-    assert "grafana" not in notes(helm, tmp_path / "off")
-    text = notes(helm, tmp_path / "on", "--set", "monitoring.enabled=true")
+    assert "grafana" not in helm.notes(tmp_path / "off")
+    text = helm.notes(tmp_path / "on", "--set", "monitoring.enabled=true")
     assert "kubectl -n loadtest port-forward svc/lt-grafana 3000:3000" in text
     assert "get secret lt-grafana-admin -o jsonpath='{.data.admin-password}'" in text
     assert "kubectl -n loadtest port-forward svc/lt-prometheus 9090:9090 &" in text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from test_render import notes
 
 RELEASE = "lt"
 MONITORING = ("--set", "monitoring.enabled=true")
@@ -115,7 +114,7 @@ def test_long_release_names_never_collide(helm):
 
 
 def test_thin_workers_get_the_fields_numbers_in_notes(helm, tmp_path):
-    text = notes(helm, tmp_path / "thin", "--set-string", "locust.worker.cpu=500m")
+    text = helm.notes(tmp_path / "thin", "--set-string", "locust.worker.cpu=500m")
     (warning,) = [line for line in text.splitlines() if line.startswith("WARNING: workers at 500m")]
     assert "5 workers at 100m gave ~230 RPS" in warning and "give each worker 1000m" in warning
-    assert "WARNING: workers" not in notes(helm, tmp_path / "whole")
+    assert "WARNING: workers" not in helm.notes(tmp_path / "whole")
