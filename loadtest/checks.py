@@ -21,8 +21,7 @@ Check, Figures, Outcome = language.Check, language.Figures, language.Outcome
 PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND = (
     language.PASSED, language.CHECK_FAILED, language.BAD_INPUT, language.GENERATOR_BOUND)
 EXIT_CODES, AGGREGATED, PATTERN = language.EXIT_CODES, language.AGGREGATED, language.PATTERN
-from_entries, from_requests_csv, judge, exit_code, show = (
-    language.from_entries, language.from_requests_csv, language.judge, language.exit_code, language.show)
+from_entries, judge, exit_code, show = language.from_entries, language.judge, language.exit_code, language.show
 
 
 def parse(texts: list[str], option: str = "--check") -> list[Check]:

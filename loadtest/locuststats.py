@@ -23,9 +23,14 @@ class RunStats:
     response_bytes: float  # mean body size per request
 
 
+def figures(path: Path) -> dict[str, checks.Figures]:
+    """Figures per request name and all together from Locust's --json-file output ({} when Locust wrote none), with
+    Locust's own percentiles (loadtest.checks reads them the way Locust does)."""
+    return checks.from_entries(json.loads(path.read_text())) if path.exists() else {}
+
+
 def read(path: Path) -> RunStats | None:
-    """Totals over every request name in Locust's --json-file output (None when Locust wrote none), with Locust's
-    own percentiles (loadtest.checks reads them the way Locust does)."""
+    """Totals over every request name in Locust's --json-file output (None when Locust wrote none)."""
     if not path.exists():
         return None
     entries = json.loads(path.read_text())

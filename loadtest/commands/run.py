@@ -18,12 +18,11 @@ recorded as the target's capacity (add workers or cores and run again); 130 inte
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-from .. import checks, runresult, verdict
+from .. import checks, locuststats, runresult, verdict
 from ..errors import RunFailed
 from ..runtime import localrun
 from . import local
@@ -40,11 +39,6 @@ def print_outcomes(report: runresult.RunReport, files: dict[str, Path], out=prin
         "report.html, stats*.csv, series.csv)")
 
 
-def figures(out: Path) -> dict[str, checks.Figures]:
-    stats = out / "stats.json"
-    return checks.from_entries(json.loads(stats.read_text())) if stats.exists() else {}
-
-
 def run(args) -> int:
     judged = checks.parse(args.check)
     plan = local.prepare(args)
@@ -58,18 +52,18 @@ def run(args) -> int:
     except (KeyboardInterrupt, RunFailed) as e:
         # Whatever Locust wrote before it was stopped stays, with the checks judged on it, marked incomplete.
         why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e).splitlines()[0]
-        report = runresult.RunReport(conditions, started, time.time(), figures(out), incomplete=why)
-        report.outcomes = checks.judge(judged, report.figures)
-        runresult.write(report, out)
+        figures = locuststats.figures(out / "stats.json")
+        runresult.write(runresult.RunReport(conditions, started, time.time(), figures,
+                                            checks.judge(judged, figures), incomplete=why), out)
         print(f"loadtest run: ended early ({why}); what was measured is in {out}, marked incomplete",
               file=sys.stderr)
         raise
+    figures = locuststats.figures(out / "stats.json")
     report = runresult.RunReport(
         localrun.conditions(result, args.spawn_rate or plan.users, args.wait, args.host), started, time.time(),
-        figures(out), verdict=result.verdict,
+        figures, checks.judge(judged, figures), verdict=result.verdict,
         cpu={"worker_cpu": result.worker_cpu, "target_cpu_cores": result.target_cpu,
              "target_cpus": result.target_cpus, "host_cpu": result.host_cpu})
-    report.outcomes = checks.judge(judged, report.figures)
     files = runresult.write(report, out)
     local.print_result(result)
     print_outcomes(report, files)

@@ -144,10 +144,12 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         else:
             server, target, where = None, targets.URL, "your host"
         locust = Locust(stack.procs, files, env=env)
+        # --autostart rather than --headless: the run is the same, and the web UI's JSON gives live figures.
         master = locust.start_master(
             "--autostart", "--autoquit", "0", "-u", str(users), "-r", str(spawn_rate), "-t", f"{run_time_s}s",
             "--host", host, "--csv", str(workdir / "stats"), "--json-file", str(workdir / "stats"),
-            "--html", str(workdir / "report.html"), "--exit-code-on-error", "0", expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
+            "--html", str(workdir / "report.html"), "--exit-code-on-error", "0",
+            expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
         web = LocustWeb(locust.web_url, locust.web_credentials)
         worker_meters = [CpuMeter(w.pid) for w in locust.start_workers(workers)]
         target_meter = CpuMeter(server.proc.pid) if server else None

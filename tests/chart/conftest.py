@@ -77,6 +77,11 @@ class Helm:
         assert result.returncode != 0, f"{args} rendered"
         return result.stderr
 
+    def assert_refused(self, args, says: str) -> None:
+        """Helm refuses to render the umbrella chart with `args`, and its message holds `says` (the value, the fix)."""
+        stderr = self.refusal(*args)
+        assert says in stderr, stderr
+
     def notes(self, tmp_path: Path, *args: str) -> str:
         """NOTES.txt as `helm install` prints it: rendered through a probe template in a copy of the chart
         (`helm template` drops NOTES.txt, and `helm install --dry-run` needs a cluster)."""

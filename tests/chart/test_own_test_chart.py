@@ -127,9 +127,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("case", REFUSED)
 def test_bad_test_values_are_refused_naming_the_value_and_the_fix(helm, case):
-    args, says = REFUSED[case]
-    stderr = helm.refusal(*args)
-    assert says in stderr, stderr
+    helm.assert_refused(*REFUSED[case])
 
 
 def test_a_configmap_over_the_kubernetes_limit_is_refused(helm, tmp_path):

@@ -68,4 +68,4 @@ def test_notes_say_where_the_verdict_and_exit_code_are(helm, tmp_path):
      "LOADTEST_CHECKS"),
 ])
 def test_values_that_cannot_make_a_run_are_refused(helm, args, says):
-    assert says in helm.refusal(*args)
+    helm.assert_refused(args, says)

@@ -31,9 +31,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("case", REFUSED)
 def test_values_that_cannot_work_are_refused_naming_the_fix(helm, case):
-    args, says = REFUSED[case]
-    stderr = helm.refusal(*args)
-    assert says in stderr, stderr
+    helm.assert_refused(*REFUSED[case])
 
 
 def test_matching_routes_render(helm):

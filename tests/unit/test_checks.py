@@ -1,12 +1,9 @@
-import csv
-import io
 import json
 import random
 import re
-import types
 
 import pytest
-from locust.stats import PERCENTILES_TO_REPORT, RequestStats, StatsCSV, calculate_response_time_percentile
+from locust.stats import RequestStats, calculate_response_time_percentile
 
 from loadtest import checks
 from loadtest.errors import UsageError
@@ -173,34 +170,18 @@ def _locust_stats():
     return stats
 
 
-def _requests_csv(stats):
-    out = io.StringIO()
-    StatsCSV(types.SimpleNamespace(stats=stats), PERCENTILES_TO_REPORT).requests_csv(csv.writer(out))
-    return out.getvalue()
-
-
-def test_figures_from_locusts_requests_csv_equal_those_from_its_entries():
+def test_figures_from_entries_equal_locusts_own_statistics():
     stats = _locust_stats()
-    from_csv = checks.from_requests_csv(_requests_csv(stats))
-    from_json = checks.from_entries(json.loads(json.dumps([e.serialize() for e in stats.entries.values()])))
-    assert set(from_csv) == set(from_json) == {"/fast", "/slow", "/broken", AGG}
-    assert from_json["/slow"].failures > 0 and from_json["/broken"].fail_ratio == 1.0
-    for name in from_json:
-        c, j = from_csv[name], from_json[name]
-        assert (c.requests, c.failures) == (j.requests, j.failures), name
-        assert c.avg_ms == pytest.approx(j.avg_ms) and c.max_ms == j.max_ms, name
+    figures = checks.from_entries(json.loads(json.dumps([e.serialize() for e in stats.entries.values()])))
+    assert set(figures) == {"/fast", "/slow", "/broken", AGG}
+    assert figures["/slow"].failures > 0 and figures["/broken"].fail_ratio == 1.0
+    for (name, _), entry in stats.entries.items():
+        f = figures[name]
+        assert (f.requests, f.failures) == (entry.num_requests, entry.num_failures), name
+        assert f.avg_ms == pytest.approx(entry.avg_response_time) and f.max_ms == entry.max_response_time, name
         for metric in ("p50", "p95", "p99"):
-            assert c.value(metric) == j.value(metric), (name, metric)
-
-
-def test_requests_csv_sums_the_methods_of_a_name():
-    stats = RequestStats()
-    for method in ("GET", "POST"):
-        for ms in (5, 10):
-            stats.log_request(method, "/a", ms, 0)
-    stats.log_error("POST", "/a", "boom")
-    a = checks.from_requests_csv(_requests_csv(stats))["/a"]
-    assert (a.requests, a.failures) == (4, 1)
+            assert f.value(metric) == entry.get_response_time_percentile(checks.language.PERCENTILES[metric]), (
+                name, metric)
 
 
 FIGURES = checks.from_entries(ENTRIES)

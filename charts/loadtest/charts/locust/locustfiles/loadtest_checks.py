@@ -8,8 +8,8 @@ A check is METRIC[NAME] OP NUMBER UNIT. METRIC is a response-time percentile (p5
 (in ms or s), fail_ratio (% or a fraction) or rps (requests per second, no unit). NAME picks one request name (all
 its methods together); without it the check judges all requests together. OP is <, <=, > or >=.
 
-Figures come from Locust's own statistics, read the way Locust computes them: the --json-file of a run (or the
-statistics in memory, on the master), or the requests CSV its web UI serves.
+Figures come from Locust's own statistics, read the way Locust computes them: the --json-file of a run, or the
+statistics in memory, on the master.
 
 Exit codes of a judged run (the CLI's and the chart's Job's): 0 every check passed, 1 a check failed, 2 bad input,
 3 the measurement is invalid because the generator, not the target, was the limit: its figures are the load
@@ -17,8 +17,6 @@ generator's ceiling and must never be recorded as the service's capacity.
 """
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 
@@ -164,32 +162,6 @@ def from_entries(entries: list[dict]) -> dict[str, Figures]:
     figures = {name: _figures(name, group) for name, group in by_name.items()}
     figures[AGGREGATED] = _figures(AGGREGATED, entries)
     return figures
-
-
-def from_requests_csv(text: str) -> dict[str, Figures]:
-    """Figures per request name and AGGREGATED from the requests CSV of Locust's web UI (/stats/requests/csv)."""
-    by_name: dict[str, list[dict]] = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        by_name.setdefault(row["Name"], []).append(row)
-    figures = {}
-    for name, rows in by_name.items():
-        requests = sum(int(r["Request Count"]) for r in rows)
-
-        def weighted(column, rows=rows, requests=requests):
-            return sum(float(r[column]) * int(r["Request Count"]) for r in rows) / requests if requests else 0.0
-
-        figures[name] = Figures(
-            name=name, requests=requests, failures=sum(int(r["Failure Count"]) for r in rows),
-            rps=sum(float(r["Requests/s"]) for r in rows), avg_ms=weighted("Average Response Time"),
-            max_ms=max(float(r["Max Response Time"]) for r in rows),
-            # One row per name and method: a name's percentile over several methods is the worst of them.
-            percentiles_ms={f: max(_csv_float(r[f"{f * 100:g}%"]) for r in rows) for f in PERCENTILES.values()},
-        )
-    return figures
-
-
-def _csv_float(text: str) -> float:
-    return 0.0 if text in ("", "N/A") else float(text)
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from locust import events
 from locust.runners import CPU_MONITOR_INTERVAL, STATE_RUNNING, MasterRunner
 
 import loadtest_checks
+from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries the CPU limit
 
 CHECKS_ENV = "LOADTEST_CHECKS"
 SATURATION_ENV = "LOADTEST_CPU_SATURATION"
-REPORT_KEY = "loadtest_metrics"  # loadtest_metrics' part of a worker's report, which carries its CPU limit
 
 logger = logging.getLogger(__name__)
 
