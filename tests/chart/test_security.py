@@ -8,6 +8,8 @@ import yaml
 RELEASE = "lt"
 MONITORING = ("--set", "monitoring.enabled=true")
 HAPROXY = ("--set", "haproxy.enabled=true", "--set", "locust.target=haproxy")
+NGINX = ("--set", "nginx.enabled=true", "--set", "locust.target=nginx")
+NAMESPACE = "loadtest"  # conftest.NAMESPACE
 
 # id: (helm arguments, what the refusal must say)
 REFUSED = {
@@ -26,6 +28,10 @@ REFUSED = {
                             "backend.port and backend.tls.port are both 8080"),
     "scrape-too-slow": ([*MONITORING, "--set", "monitoring.prometheus.scrapeInterval=1m"],
                         "scrapeInterval 1m: the saturation rules take rates over 1m windows"),
+    "nginx-secrets-in-the-release-namespace": ([*NGINX, "--set", "nginx.tls.secretNamespace=loadtest"],
+                                               "nginx.tls.secretNamespace loadtest is the release's namespace"),
+    "nginx-existing-secret-without-its-namespace": ([*NGINX, "--set", "nginx.tls.existingSecret=my-cert"],
+                                                    "nginx.tls.existingSecret my-cert needs nginx.tls.secretNamespace"),
 }
 
 
@@ -106,9 +112,12 @@ def test_long_release_names_never_collide(helm):
     docs = [d for d in yaml.safe_load_all(result.stdout) if d]
     names = [(d["kind"], d["metadata"]["name"]) for d in docs]
     assert len(names) == len(set(names)), "two objects of one kind share a name"
-    namespaced = [n for kind, n in names if kind not in ("ClusterRole", "ClusterRoleBinding", "IngressClass")]
+    namespaced = [n for kind, n in names if kind not in ("ClusterRole", "ClusterRoleBinding", "IngressClass",
+                                                         "Namespace")]
     assert max(len(n) for n in namespaced) <= 63
     assert all(n.startswith(release[:20]) for n in namespaced)
+    (namespace,) = [n for kind, n in names if kind == "Namespace"]  # the controller's TLS Secret's: a DNS label
+    assert len(namespace) <= 63 and namespace.startswith(f"default-{release[:20]}")
 
 
 def test_thin_workers_get_the_fields_numbers_in_notes(helm, tmp_path):
@@ -116,3 +125,37 @@ def test_thin_workers_get_the_fields_numbers_in_notes(helm, tmp_path):
     (warning,) = [line for line in text.splitlines() if line.startswith("WARNING: workers at 500m")]
     assert "5 workers at 100m gave ~230 RPS" in warning and "give each worker 1000m" in warning
     assert "WARNING: workers" not in helm.notes(tmp_path / "whole")
+
+
+def secret_rules(rendered) -> list[tuple[str, dict]]:
+    """(namespace, rule) of every RBAC rule that grants anything on Secrets; the release's namespace is NAMESPACE."""
+    return [(role["metadata"].get("namespace", NAMESPACE), rule)
+            for role in rendered.of_kind("Role") + rendered.of_kind("ClusterRole") for rule in role["rules"]
+            if {"secrets", "*"} & set(rule["resources"])]
+
+
+@pytest.mark.parametrize("tls, secret_namespace, secret", [
+    ((), f"{NAMESPACE}-{RELEASE}-nginx-tls", f"{RELEASE}-nginx-ingress-tls"),
+    (("--set", "nginx.tls.existingSecret=my-cert", "--set", "nginx.tls.secretNamespace=ingress-certs"),
+     "ingress-certs", "my-cert"),
+])
+def test_the_ingress_controller_reads_no_secret_of_the_release(helm, tls, secret_namespace, secret):
+    """No Role lets anyone read the release's Secrets (the Locust web UI's and Grafana's passwords): the NGINX
+    Ingress Controller gets its own TLS Secret, by name, in a namespace of its own, and no other Secret anywhere."""
+    rendered = helm.render(None, *NGINX, *MONITORING, *tls)
+    assert secret_rules(rendered) == [(secret_namespace, {"apiGroups": [""], "resources": ["secrets"],
+                                                          "resourceNames": [secret], "verbs": ["get"]})]
+    (controller,) = rendered.get("Deployment", f"{RELEASE}-nginx-ingress")["spec"]["template"]["spec"]["containers"]
+    for flag in (f"-watch-secret-namespace={secret_namespace}", "-watch-namespace=$(POD_NAMESPACE)",
+                 f"-wildcard-tls-secret={secret_namespace}/{secret}",
+                 f"-default-server-tls-secret={secret_namespace}/{secret}"):
+        assert flag in controller["args"]
+    secrets = {s["metadata"]["name"]: s["metadata"].get("namespace", NAMESPACE) for s in rendered.of_kind("Secret")}
+    assert secrets[f"{RELEASE}-locust-web-auth"] == secrets[f"{RELEASE}-grafana-admin"] == NAMESPACE
+    created = [n["metadata"]["name"] for n in rendered.of_kind("Namespace")]
+    if tls:  # the user's Secret, in the user's namespace
+        assert secret not in secrets and created == []
+    else:  # generated into the namespace the chart makes for it, where no pod may run
+        assert secrets[secret] == secret_namespace and created == [secret_namespace]
+        labels = rendered.get("Namespace", secret_namespace)["metadata"]["labels"]
+        assert labels["pod-security.kubernetes.io/enforce"] == "restricted"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 RELEASE_NS = "loadtest"  # conftest.NAMESPACE
+SECRET_NS = f"{RELEASE_NS}-lt-nginx-tls"  # the namespace the chart makes for the controller's TLS Secret
 NGINX, HAPROXY, BACKEND = "lt-nginx-ingress", "lt-haproxy", "lt-backend"
 MASTER, WORKER = "lt-locust-master", "lt-locust-worker"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -25,7 +26,8 @@ VARIANTS = {
                        "--set", "nginx.tls.protocols=TLSv1.2", "--set", "nginx.tls.ciphers=ECDHE-RSA-AES256-GCM-SHA384",
                        "--set", "nginx.tls.dynamicReload=false", "--set", "nginx.workerProcesses=4"),
     "nginx-routes-own-secret": (*NGINX_ON, "--set", "nginx.routes=5", "--set", "nginx.tls.existingSecret=my-cert",
-                                "--set", "nginx.hostname=apps.example.com", "--set", "nginx.accessLog=true"),
+                                "--set", "nginx.tls.secretNamespace=nginx-tls", "--set", "nginx.hostname=apps.example.com",
+                                "--set", "nginx.accessLog=true"),
     "haproxy-none": (*HAPROXY_ON, "--set", "locust.target=haproxy"),
     "haproxy-edge": (*HAPROXY_ON, "--set", "haproxy.tls.mode=edge", "--set", "locust.target=haproxy",
                      "--set", "locust.scenario=tls_handshake"),
@@ -221,9 +223,10 @@ def test_equivalent_follows_the_controller_flags_and_ingress(helm):
     annotations = ingress["metadata"]["annotations"]
     assert conf.count(f"listen {annotations['nginx.org/listen-ports']};") == len(hosts)
     assert conf.count(f"listen {annotations['nginx.org/listen-ports-ssl']} ssl;") == len(hosts)
-    secret = ingress["spec"]["tls"][0]["secretName"]
-    assert secret == "my-cert" and ingress["spec"]["tls"][0]["hosts"] == hosts
-    assert conf.count(f"ssl_certificate $secret_dir_path/{RELEASE_NS}-my-cert;") == len(hosts)
+    # No secretName: the hosts get the controller's wildcard Secret, which it writes to secrets/wildcard.
+    assert ingress["spec"]["tls"] == [{"hosts": hosts}]
+    assert args["wildcard-tls-secret"] == args["default-server-tls-secret"] == "nginx-tls/my-cert"
+    assert conf.count("ssl_certificate $secret_dir_path/wildcard;") == len(hosts)
     assert [s["metadata"]["name"] for s in rendered.of_kind("Secret")] == ["lt-locust-web-auth"]  # no TLS one
     static = helm.render(None, *VARIANTS["nginx-seed-tls"]).get("ConfigMap", f"{NGINX}-equivalent")["data"]["nginx.conf"]
     assert "$secret_dir_path" not in static and "ssl_certificate secrets/default;" in static
@@ -235,7 +238,8 @@ def test_controller_runs_without_custom_resources_in_one_namespace(helm):
     for flag in ("-enable-custom-resources=false", "-watch-namespace=$(POD_NAMESPACE)", "-enable-leader-election=false",
                  "-enable-telemetry-reporting=false", "-enable-snippets=false", "-enable-prometheus-metrics=true",
                  f"-ingress-class={RELEASE_NS}-lt-nginx", f"-nginx-configmaps=$(POD_NAMESPACE)/{NGINX}",
-                 f"-default-server-tls-secret=$(POD_NAMESPACE)/{NGINX}-tls"):
+                 f"-watch-secret-namespace={SECRET_NS}", f"-default-server-tls-secret={SECRET_NS}/{NGINX}-tls",
+                 f"-wildcard-tls-secret={SECRET_NS}/{NGINX}-tls"):
         assert flag in args
     assert not [d for d in rendered.docs if d["kind"] == "CustomResourceDefinition"]
     ingress_class = rendered.get("IngressClass", f"{RELEASE_NS}-lt-nginx")
@@ -248,15 +252,23 @@ def test_controller_runs_without_custom_resources_in_one_namespace(helm):
 def test_controller_rbac_is_least_privilege(helm):
     rendered = helm.render(None, *NGINX_ON)
     role = rendered.get("Role", NGINX)
+    assert "namespace" not in role["metadata"]  # the release's
     granted = {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
                for resource in rule["resources"] for verb in rule["verbs"]}
-    assert granted == {
-        *(("", r, v) for r in ("configmaps", "pods", "secrets", "services") for v in ("get", "list", "watch")),
+    assert granted == {  # no Secret: the Locust and Grafana passwords are in this namespace
+        *(("", r, v) for r in ("configmaps", "pods", "services") for v in ("get", "list", "watch")),
         ("", "pods", "update"),
         *(("", "events", v) for v in ("create", "patch", "list")),
         *(("discovery.k8s.io", "endpointslices", v) for v in ("get", "list", "watch")),
         *(("networking.k8s.io", "ingresses", v) for v in ("get", "list", "watch")),
     }
+    # Its TLS Secret, by name and in its own namespace, is the one Secret it reads.
+    tls_role = rendered.get("Role", f"{NGINX}-tls")
+    assert tls_role["metadata"]["namespace"] == SECRET_NS
+    assert tls_role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": [f"{NGINX}-tls"],
+                                  "verbs": ["get"]}]
+    tls_binding = rendered.get("RoleBinding", f"{NGINX}-tls")
+    assert tls_binding["metadata"]["namespace"] == SECRET_NS and tls_binding["roleRef"]["name"] == f"{NGINX}-tls"
     (cluster_role,) = rendered.of_kind("ClusterRole")
     assert cluster_role["rules"] == [{"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"],
                                       "resourceNames": [f"{RELEASE_NS}-lt-nginx"], "verbs": ["get"]}]
@@ -390,6 +402,8 @@ BAD = {
     "nginx-hostname-upper": ([*NGINX_ON, "--set", "nginx.hostname=Apps.Example"], "nginx", "hostname"),
     "nginx-keepalive-negative": ([*NGINX_ON, "--set", "nginx.keepalive.upstreamConnections=-1"], "nginx",
                                  "keepalive.upstreamConnections"),
+    "nginx-secret-namespace-not-a-label": ([*NGINX_ON, "--set", "nginx.tls.secretNamespace=TLS.keys"], "nginx",
+                                           "tls.secretNamespace"),
     "backend-tls-ciphers-spaces": (["--set", "backend.tls.ciphers=A B"], "backend", "tls.ciphers"),
     "step-time-words": (["--set", "locust.stepLoad.stepTime=a minute"], "locust", "stepLoad.stepTime"),
     "routes-zero": (["--set", "locust.routes=0"], "locust", "routes"),

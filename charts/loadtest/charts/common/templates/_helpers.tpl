@@ -173,12 +173,13 @@ Usage: include "common.tlsSecretName" (dict "ctx" $ "component" "haproxy" "tls" 
 {{/*
 A kubernetes.io/tls Secret with a self-signed RSA 2048 certificate (Sprig's genSelfSignedCert) for `hosts`, the first
 one as its CN, valid for a year. An upgrade keeps the certificate already in the cluster, so a running test sees no
-change; clients of a load test do not verify it (the scenarios set verify = False).
+change; clients of a load test do not verify it (the scenarios set verify = False). "namespace" (optional) puts it
+outside the release's namespace.
 Usage: include "common.selfSignedTLSSecret" (dict "ctx" $ "component" "haproxy" "tls" .Values.tls "hosts" $hosts)
 */}}
 {{- define "common.selfSignedTLSSecret" -}}
 {{- $name := include "common.tlsSecretName" . -}}
-{{- $existing := lookup "v1" "Secret" .ctx.Release.Namespace $name -}}
+{{- $existing := lookup "v1" "Secret" (.namespace | default .ctx.Release.Namespace) $name -}}
 {{- $data := ($existing.data | default dict) -}}
 {{- if not (and (index $data "tls.crt") (index $data "tls.key")) -}}
 {{- $cert := genSelfSignedCert (first .hosts) nil .hosts 365 -}}
@@ -188,6 +189,9 @@ apiVersion: v1
 kind: Secret
 metadata:
   name: {{ $name }}
+  {{- with .namespace }}
+  namespace: {{ . }}
+  {{- end }}
   labels:
     {{- include "common.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
 type: kubernetes.io/tls
