@@ -1,6 +1,9 @@
 """The targets under test install and run under Pod Security "restricted" on their own node group."""
 from __future__ import annotations
 
+import json
+import urllib.error
+
 import pytest
 
 from loadtest import paths, profiles
@@ -68,3 +71,62 @@ def test_security_objects_are_accepted_and_select_the_release_pods(cluster, node
     status = budgets()
     assert set(status) == {worker_budget, f"{RELEASE}-backend", f"{RELEASE}-haproxy"}
     assert status[worker_budget]["disruptionsAllowed"] == 0  # a drain waits rather than take a worker mid-run
+
+
+def exists(cluster, path: str) -> bool:
+    try:
+        cluster.api_get(path)
+        return True
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return False
+        raise
+
+
+def can(cluster, user: str, verb: str, resource: str, namespace: str, name: str = "", group: str = "") -> bool:
+    """The API server's own answer (a SubjectAccessReview, as `kubectl auth can-i --as` asks): may `user` do it?"""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+              "spec": {"user": user, "groups": ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"],
+                       "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
+                                              "namespace": namespace, "name": name}}}
+    answer = json.loads(cluster.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(review)))
+    return answer["status"].get("allowed", False)
+
+
+def test_the_ingress_controller_reads_only_its_tls_secret(cluster, node_group, namespace, helm):
+    """After a real install, the API server's RBAC lets the NGINX Ingress Controller's ServiceAccount read no Secret
+    of the release's namespace (the Locust web UI's password is one), and only its TLS Secret, by name, in the
+    namespace the chart made for it. The controller itself does not run here (KWOK runs no containers): that its
+    flags make it need nothing more is what its source says (charts/nginx/templates/rbac.yaml)."""
+    node_group(PROFILE)
+    helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file),
+         *TARGET_SETS["nginx-tls"], "--wait", "--timeout", "120s")
+    deployment = cluster.api_get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{RELEASE}-nginx-ingress")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = dict(a.lstrip("-").split("=", 1) for a in container["args"])
+    secret_namespace, tls_secret = args["wildcard-tls-secret"].split("/")
+    # The namespace the chart made: <namespace>-<release>-nginx-tls, shortened with a hash past 63 characters.
+    assert secret_namespace == args["watch-secret-namespace"] != namespace and len(secret_namespace) <= 63
+    assert tls_secret == f"{RELEASE}-nginx-ingress-tls"
+    assert args["default-server-tls-secret"] == args["wildcard-tls-secret"]
+    labels = cluster.api_get(f"/api/v1/namespaces/{secret_namespace}")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert cluster.api_get(f"/api/v1/namespaces/{secret_namespace}/secrets/{tls_secret}")["type"] == "kubernetes.io/tls"
+    assert exists(cluster, f"/api/v1/namespaces/{namespace}/secrets/{RELEASE}-locust-web-auth")
+    controller = f"system:serviceaccount:{namespace}:{RELEASE}-nginx-ingress"
+    # What it serves from, in the release's namespace: granted (the account is bound).
+    assert can(cluster, controller, "list", "ingresses", namespace, group="networking.k8s.io")
+    assert can(cluster, controller, "watch", "endpointslices", namespace, group="discovery.k8s.io")
+    # No Secret of the release's namespace, by name or not.
+    for verb, name in (("get", f"{RELEASE}-locust-web-auth"), ("get", tls_secret), ("get", ""), ("list", ""),
+                       ("watch", "")):
+        assert not can(cluster, controller, verb, "secrets", namespace, name), f"{verb} secrets {name}"
+    # In its own namespace, its TLS Secret and nothing else.
+    assert can(cluster, controller, "get", "secrets", secret_namespace, tls_secret)
+    for verb, name in (("get", "another"), ("list", ""), ("watch", ""), ("update", tls_secret)):
+        assert not can(cluster, controller, verb, "secrets", secret_namespace, name), f"{verb} secrets {name}"
+    # `helm uninstall` takes the namespace and its Secret with it.
+    helm("uninstall", RELEASE, "-n", namespace, "--wait", "--timeout", "60s")
+    wait_for(f"namespace {secret_namespace} to go",
+             lambda: not exists(cluster, f"/api/v1/namespaces/{secret_namespace}"), 60,
+             lambda: json.dumps(cluster.api_get(f"/api/v1/namespaces/{secret_namespace}").get("status")))
