@@ -1,7 +1,8 @@
-// Command k8s is the Kubernetes control plane and kubectl in one binary, so the four
-// programs share one link step. It dispatches on the name it is invoked as
-// (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl; install symlinks
-// with those names) or, failing that, on its first argument: `k8s kubectl get pods`.
+// Command k8s is the Kubernetes control plane, the node agents and kubectl in one binary,
+// so the six programs share one link step. It dispatches on the name it is invoked as
+// (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl;
+// install symlinks with those names) or, failing that, on its first argument:
+// `k8s kubectl get pods`.
 package main
 
 import (
@@ -20,13 +21,17 @@ import (
 	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 var commands = map[string]func() int{
 	"kube-apiserver":          func() int { return cli.Run(apiserver.NewAPIServerCommand()) },
 	"kube-controller-manager": func() int { return cli.Run(controllermanager.NewControllerManagerCommand()) },
 	"kube-scheduler":          func() int { return cli.Run(scheduler.NewSchedulerCommand()) },
+	"kubelet":                 func() int { return cli.Run(kubelet.NewKubeletCommand()) },
+	"kube-proxy":              func() int { return cli.Run(proxy.NewProxyCommand()) },
 	"kubectl":                 runKubectl,
 }
 
