@@ -1,9 +1,14 @@
-"""`loadtest cluster`: a local control plane with simulated EKS nodes (KWOK), see loadtest.runtime.cluster.
+"""`loadtest cluster`: a local control plane with simulated EKS nodes (KWOK), see loadtest.runtime.cluster, and
+optionally one real node that runs the chart's pods (like kind, with images built here).
 
     loadtest cluster up                      # prints the kubeconfig path
     loadtest cluster nodes c5-xlarge.yaml    # the node group values/c5-xlarge.yaml is sized for
     helm --kubeconfig ~/.cache/loadtest/cluster/kubeconfig install lt charts/loadtest -f values/c5-xlarge.yaml
     loadtest cluster down
+
+    loadtest cluster up --real-node          # root; scripts/install-node-tools first (≈ 15 min cold)
+    helm --kubeconfig ~/.cache/loadtest/cluster/kubeconfig install lt charts/loadtest -f values/local.yaml \
+        -f examples/real-node/values.yaml
 """
 from __future__ import annotations
 
@@ -24,7 +29,11 @@ def register(sub) -> None:
                        help=f"default {cluster.DEFAULT_STATE_DIR}")
     actions = p.add_subparsers(dest="action", required=True, metavar="action")
     a = actions.add_parser("up", parents=[state], help="start the cluster (no-op if it is up), print the kubeconfig")
-    a.add_argument("--timeout", type=float, default=60, help="seconds to wait for the control plane (default 60)")
+    a.add_argument("--timeout", type=float, default=None,
+                   help="seconds to wait for the control plane (default 60; 180 with --real-node)")
+    a.add_argument("--real-node", action="store_true",
+                   help="also start a real node on this machine (containerd, kubelet, kube-proxy, CoreDNS; root): "
+                        "the chart's pods run for real, from images built by scripts/install-node-tools")
     a.set_defaults(func=cmd_up)
     a = actions.add_parser("down", parents=[state], help="stop the cluster's processes")
     a.set_defaults(func=cmd_down)
@@ -37,8 +46,10 @@ def register(sub) -> None:
 
 
 def cmd_up(args) -> int:
-    c = cluster.up(args.state_dir, args.timeout)  # ClusterError: loadtest exits 1 with its message
-    print(f"cluster up at {c.server}\nexport KUBECONFIG={c.kubeconfig}")
+    timeout = args.timeout or (180 if args.real_node else 60)
+    c = cluster.up(args.state_dir, timeout, args.real_node)  # ClusterError: loadtest exits 1 with its message
+    node = f", real node {cluster.NODE_NAME} at {cluster.NODE_IP}" if c.node.present else ""
+    print(f"cluster up at {c.server}{node}\nexport KUBECONFIG={c.kubeconfig}")
     return 0
 
 
@@ -50,7 +61,8 @@ def cmd_down(args) -> int:
 
 def cmd_status(args) -> int:
     c = cluster.Cluster(args.state_dir)
-    for component, pid in c.running().items():
+    running = {**c.running(), **(c.node.processes.running() if c.node.present else {})}
+    for component, pid in running.items():
         print(f"{component:<24} {f'pid {pid}' if pid else 'not running'}")
     if not c.healthy():
         raise cluster.ClusterError(NOT_UP)

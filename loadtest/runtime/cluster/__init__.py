@@ -10,6 +10,8 @@ DaemonSets and cluster pods the sizing assumes, so the scheduler sees what it wo
     api           the apiserver's REST API (reads), kubectl (writes), polling
     controlplane  Cluster: start, stop, healthy; up() and down()
     nodegroups    simulated EKS node groups and their kube-system add-ons
+    network       the cluster's address ranges (inside 198.18.0.0/15)
+    node          the real node: containerd, kubelet, kube-proxy, the CNI bridge, CoreDNS
 
     from loadtest.runtime import cluster
     c = cluster.up()                                        # ~/.cache/loadtest/cluster, reused while healthy
@@ -19,16 +21,18 @@ DaemonSets and cluster pods the sizing assumes, so the scheduler sees what it wo
 from __future__ import annotations
 
 from .api import ApiClient, pods, wait_for
-from .controlplane import (COMPONENTS, DEFAULT_STATE_DIR, POD_CIDR, SERVICE_CIDR, SERVICE_IP, Cluster, down,
-                           up)
+from .controlplane import COMPONENTS, DEFAULT_STATE_DIR, Cluster, down, up
 from .errors import ClusterError
+from .network import NODE_IP, POD_CIDR, SERVICE_CIDR, SERVICE_IP
+from .node import NAME as NODE_NAME
+from .node import RealNode
 from .nodegroups import (ADDON_LABEL, NODE_GROUP_LABEL, PAUSE_IMAGE, addon_objects, create_nodes, delete_nodes,
                          install_addons, node_objects, profile_for, use_node_group, wait_addons_ready,
                          wait_nodes_ready)
 
 __all__ = [
-    "ADDON_LABEL", "COMPONENTS", "DEFAULT_STATE_DIR", "NODE_GROUP_LABEL", "PAUSE_IMAGE", "POD_CIDR", "SERVICE_CIDR",
-    "SERVICE_IP", "ApiClient", "Cluster", "ClusterError", "addon_objects", "create_nodes", "delete_nodes", "down",
+    "ADDON_LABEL", "COMPONENTS", "DEFAULT_STATE_DIR", "NODE_GROUP_LABEL", "NODE_IP", "NODE_NAME", "PAUSE_IMAGE", "POD_CIDR", "SERVICE_CIDR",
+    "SERVICE_IP", "ApiClient", "Cluster", "RealNode", "ClusterError", "addon_objects", "create_nodes", "delete_nodes", "down",
     "install_addons", "node_objects", "pods", "profile_for", "up", "use_node_group", "wait_addons_ready",
     "wait_for", "wait_nodes_ready",
 ]

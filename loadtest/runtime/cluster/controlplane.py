@@ -6,7 +6,6 @@ the state directory (~/.cache/loadtest/cluster unless another is given); `up` re
 """
 from __future__ import annotations
 
-import ipaddress
 import json
 import shutil
 import ssl
@@ -19,6 +18,8 @@ from ..processes import LOCAL_HOST, free_port
 from . import pki as pki_files
 from .api import ApiClient, get_ok
 from .errors import ClusterError
+from .network import KWOK_POD_CIDR, NODE_IP, SERVICE_CIDR, SERVICE_IP
+from .node import RealNode, network_up, preflight, stop_node
 from .supervisor import Supervisor
 
 DEFAULT_STATE_DIR = paths.CACHE / "cluster"
@@ -26,13 +27,8 @@ KWOK_STAGES = paths.CACHE / "kwok" / "stages.yaml"
 # In start order.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 PORTS = ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok")
-# Both ranges lie in 198.18.0.0/15, which RFC 2544 reserves for benchmarking: they cannot collide with the
-# 10/8, 172.16/12 or 192.168/16 networks of the machine, its VPN or a real cluster it can reach.
-SERVICE_CIDR = "198.19.0.0/16"
-# The `kubernetes` Service takes the first address of the Service range; the apiserver's certificate names it.
-SERVICE_IP = str(next(ipaddress.ip_network(SERVICE_CIDR).hosts()))
-# KWOK hands out pod IPs from one range; its default /24 runs out at 254 pods.
-POD_CIDR = "198.18.0.0/16"
+# The label of every simulated node (loadtest.runtime.cluster.nodegroups); KWOK manages only nodes that have it.
+NODE_GROUP_LABEL = "loadtest.dev/node-group"
 # Controllers and the scheduler at client-go's default 5 QPS take ~50 s for 1,000 pods instead of ~11 s.
 CLIENT_QPS, CLIENT_BURST = 200, 400
 
@@ -61,11 +57,16 @@ class Cluster:
 
     @property
     def ports(self) -> dict[str, int]:
-        return json.loads(self.ports_file.read_text())
+        return json.loads(self.ports_file.read_text())["ports"]
+
+    @property
+    def address(self) -> str:
+        """Where the apiserver listens: loopback, or the real node's address when it has one."""
+        return json.loads(self.ports_file.read_text())["address"]
 
     @property
     def server(self) -> str:
-        return f"https://{LOCAL_HOST}:{self.ports['apiserver']}"
+        return f"https://{self.address}:{self.ports['apiserver']}"
 
     @property
     def api(self) -> ApiClient:
@@ -88,16 +89,24 @@ class Cluster:
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
-    def healthy(self) -> bool:
+    @property
+    def node(self) -> RealNode:
+        return RealNode(self)
+
+    def healthy(self, real_node: bool = False) -> bool:
+        """Every component is up (the real node's too, if it has one or `real_node` asks for it)."""
         if not self.ports_file.exists() or not all(self.running().values()):
+            return False
+        if (real_node or self.node.present) and not all(self.node.processes.running().values()):
             return False
         try:
             return self.api.ready()
         except OSError:  # certificates missing or unreadable
             return False
 
-    def start(self, timeout: float = 60) -> None:
-        """Start a fresh cluster (previous state is wiped) and wait until every component is serving."""
+    def start(self, timeout: float = 60, real_node: bool = False) -> None:
+        """Start a fresh cluster (previous state is wiped) and wait until every component is serving; with
+        `real_node`, a real node joins it (loadtest.runtime.cluster.node) and the apiserver listens on its address."""
         for tool in ("kube-apiserver", "kwok"):
             if not (paths.BIN / tool).exists():
                 raise ClusterError(f"{paths.BIN / tool} is missing: run scripts/install-cluster-tools")
@@ -108,6 +117,9 @@ class Cluster:
         except tools.ToolMissing:
             raise ClusterError("etcd is not installed (apt-get install etcd-server; scripts/setup does it)") from None
 
+        if real_node:
+            preflight()
+        stop_node(self)
         processes = self.processes
         processes.stop(COMPONENTS, timeout=10)
         if self.state_dir.exists():
@@ -117,9 +129,13 @@ class Cluster:
             shutil.rmtree(self.state_dir)
         for d in (self.pki, processes.logs, processes.pids):
             d.mkdir(parents=True)
+        address = LOCAL_HOST
+        if real_node:
+            network_up(self.node.dir)
+            address = NODE_IP
         ports = {name: free_port() for name in PORTS}
-        self.ports_file.write_text(json.dumps(ports))
-        pki_files.make_certificates(self.pki, SERVICE_IP)
+        self.ports_file.write_text(json.dumps({"address": address, "ports": ports}))
+        pki_files.make_certificates(self.pki, SERVICE_IP, address)
         pki_files.write_kubeconfig(self.kubeconfig, self.server, self.pki)
         self._api = None  # a client made before this start knows the old port and trusts the old CA
         deadline = time.monotonic() + timeout
@@ -141,16 +157,20 @@ class Cluster:
         processes.spawn("kube-apiserver", [
             str(paths.BIN / "kube-apiserver"),
             "--etcd-servers", etcd_url,
-            "--bind-address", LOCAL_HOST, "--advertise-address", LOCAL_HOST, "--secure-port", str(ports["apiserver"]),
+            "--bind-address", address, "--advertise-address", address, "--secure-port", str(ports["apiserver"]),
             # The default reconciler publishes the advertise address in the kubernetes Endpoints and refuses loopback.
-            "--endpoint-reconciler-type", "none",
+            *(["--endpoint-reconciler-type", "none"] if address == LOCAL_HOST else []),
             "--service-cluster-ip-range", SERVICE_CIDR,
             "--client-ca-file", str(pki / "ca.crt"),
             "--tls-cert-file", str(pki / "apiserver.crt"), "--tls-private-key-file", str(pki / "apiserver.key"),
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", str(pki / "service-account.pub"),
             "--service-account-signing-key-file", str(pki / "service-account.key"),
-            "--authorization-mode", "RBAC",
+            # Node: a kubelet reads only what its own pods need.
+            "--authorization-mode", "Node,RBAC",
+            # How logs, exec and port-forward reach a real node's kubelet.
+            "--kubelet-client-certificate", str(pki / "admin.crt"), "--kubelet-client-key", str(pki / "admin.key"),
+            "--kubelet-preferred-address-types", "InternalIP",
             "--profiling=false",
         ])
         processes.wait("kube-apiserver to be ready", "kube-apiserver", self.api.ready, left())
@@ -174,7 +194,8 @@ class Cluster:
         ])
         processes.spawn("kwok", [
             str(paths.BIN / "kwok"), "--kubeconfig", str(self.kubeconfig), "--config", str(KWOK_STAGES),
-            "--manage-all-nodes=true", "--cidr", POD_CIDR, "--node-ip", LOCAL_HOST,
+            # Only the simulated nodes: a real node's kubelet reports its own status.
+            "--manage-nodes-with-label-selector", NODE_GROUP_LABEL, "--cidr", KWOK_POD_CIDR, "--node-ip", LOCAL_HOST,
             # Nodes renew leases like a kubelet does, or the node lifecycle controller marks them NotReady.
             "--node-lease-duration-seconds", "40",
             "--server-address", f"{LOCAL_HOST}:{ports['kwok']}",
@@ -190,18 +211,23 @@ class Cluster:
         # Pods are only admitted once their namespace's ServiceAccount exists: wait for the one in default.
         processes.wait("the default ServiceAccount", "kube-controller-manager",
                        lambda: self.api.exists("/api/v1/namespaces/default/serviceaccounts/default"), left())
+        if real_node:
+            self.node.start(left())
 
     def stop(self, timeout: float = 15) -> None:
-        # Clients first, etcd last, so nothing logs errors about a vanished server on the way down.
+        # The scheduler first, so no pod the controllers make again lands on the real node while it drains; then
+        # the node; then the other clients; etcd last, so nothing logs errors about a vanished server.
+        self.processes.stop(("kube-scheduler",), timeout)
+        stop_node(self)
         self.processes.stop(COMPONENTS[1:], timeout)
         self.processes.stop(("etcd",), timeout)
 
 
-def up(state_dir: Path | str | None = None, timeout: float = 60) -> Cluster:
-    """The cluster in state_dir, started if it is not already up and healthy."""
+def up(state_dir: Path | str | None = None, timeout: float = 60, real_node: bool = False) -> Cluster:
+    """The cluster in state_dir, started if it is not already up and healthy (with a real node, if asked)."""
     cluster = Cluster(state_dir)
-    if not cluster.healthy():
-        cluster.start(timeout)
+    if not cluster.healthy(real_node):
+        cluster.start(timeout, real_node)
     return cluster
 
 

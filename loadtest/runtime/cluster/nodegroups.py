@@ -10,9 +10,8 @@ from pathlib import Path
 
 from ... import catalog, profiles, sizing
 from .api import pods, wait_for
-from .controlplane import Cluster
+from .controlplane import NODE_GROUP_LABEL, Cluster
 
-NODE_GROUP_LABEL = "loadtest.dev/node-group"
 ADDON_LABEL = "loadtest.dev/addon"
 REGION = "us-east-1"
 # Never pulled: KWOK runs no containers, but pods need an image name.
