@@ -1,9 +1,9 @@
-"""Marks every test with the layer its folder names, so `pytest -m unit` (or chart, cluster, dataplane) runs one layer."""
+"""Marks every test with the layer its folder names, so `pytest -m unit` (or chart, cluster, dataplane, node) runs one layer."""
 import pathlib
 
 import pytest
 
-LAYERS = ("unit", "chart", "cluster", "dataplane")
+LAYERS = ("unit", "chart", "cluster", "dataplane", "node")
 
 
 def pytest_collection_modifyitems(items):
