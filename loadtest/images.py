@@ -140,9 +140,10 @@ def _images() -> dict[str, Image]:
         Image("nginx-unprivileged", chart_reference("backend"),
               Contract(user="101", workdir="/", entrypoint=("/docker-entrypoint.sh",),
                        cmd=("nginx", "-g", "daemon off;"), ports=("8080/tcp",), stop_signal="SIGQUIT",
+                       # wget: the chart's helm test pod fetches the payload with it (busybox's, on Alpine).
                        paths=("/usr/sbin/nginx", "/etc/nginx/nginx.conf", "/etc/nginx/conf.d/default.conf",
-                              "/usr/share/nginx/html/index.html", "/docker-entrypoint.sh")),
-              debian=("nginx",), setup=NGINX_SETUP),
+                              "/usr/share/nginx/html/index.html", "/docker-entrypoint.sh", "/usr/bin/wget")),
+              debian=("nginx", "wget"), setup=NGINX_SETUP),
         Image("haproxy", chart_reference("haproxy"),
               Contract(user="haproxy", workdir="/var/lib/haproxy", entrypoint=("docker-entrypoint.sh",),
                        cmd=("haproxy", "-f", "/usr/local/etc/haproxy/haproxy.cfg"), stop_signal="SIGUSR1",

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import struct
 import subprocess
 import tarfile
 import tempfile
@@ -63,6 +64,23 @@ def binary(source: str) -> Path:
             raise BuildFailed(f"{path} is missing: run scripts/install-node-tools")
         return path
     return Path(tools.find(source))
+
+
+def dynamic_loader(path: Path) -> str:
+    """The ELF interpreter (dynamic loader) a program asks for, empty for a static one."""
+    with open(path, "rb") as f:
+        header = f.read(64)
+        if header[:4] != b"\x7fELF" or header[4] != 2:  # 64-bit ELF only (every built program here)
+            return ""
+        phoff, = struct.unpack_from("<Q", header, 32)
+        phentsize, phnum = struct.unpack_from("<HH", header, 54)
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack("<IIQQQQ", f.read(40))
+            if p_type == 3:  # PT_INTERP
+                f.seek(p_offset)
+                return f.read(p_filesz).rstrip(b"\0").decode()
+    return ""
 
 
 def content_key(image: Image) -> str:
@@ -149,6 +167,10 @@ def _install(image: Image, root: Path) -> None:
     setup.mkdir()
     try:
         for target, source in image.binaries.items():
+            loader = dynamic_loader(binary(source))
+            if loader and not image.debian and not image.base:
+                raise BuildFailed(f"{binary(source)} is linked dynamically ({loader}), and {image.reference} has no "
+                                  "C library: build it with CGO_ENABLED=0 (scripts/install-node-tools does)")
             dest = root / target.lstrip("/")
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(binary(source), dest)

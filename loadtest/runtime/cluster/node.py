@@ -220,6 +220,9 @@ class RealNode:
             str(paths.BIN / "kubelet"), "--config", str(config), "--kubeconfig", str(self.dir / "kubelet.kubeconfig"),
             "--root-dir", str(root), "--hostname-override", NAME, "--node-ip", NODE_IP,
             "--node-labels", "loadtest.dev/real-node=true",
+            # cAdvisor's own flag: it asks containerd which container a cgroup is, or its series carry no
+            # container, pod or image labels (the dashboards' per-container CPU and throttling).
+            "--containerd", str(SOCKET),
         ])
         self.processes.wait(f"node {NAME} to be Ready", "kubelet", self._node_ready, timeout)
 
@@ -399,7 +402,10 @@ COREFILE = f""".:{COREDNS_PORT} {{
         ttl 30
     }}
     prometheus :9153
-    cache 30
+    cache 30 {{
+        disable success cluster.local
+        disable denial cluster.local
+    }}
     loop
     reload
     loadbalance
@@ -408,7 +414,9 @@ COREFILE = f""".:{COREDNS_PORT} {{
 
 
 def coredns_objects() -> list[dict]:
-    """CoreDNS as kubeadm deploys it (no upstream `forward`: names outside the cluster do not resolve)."""
+    """CoreDNS as kubeadm deploys it (no upstream `forward`: names outside the cluster do not resolve). Cluster
+    names are not cached: a Service made again under its old name resolves to its new address at once (HAProxy
+    resolves its servers once, at start)."""
     meta = {"name": "coredns", "namespace": "kube-system"}
     labels = {"k8s-app": "kube-dns"}
     probe = {"initialDelaySeconds": 1, "periodSeconds": 2, "timeoutSeconds": 5}
