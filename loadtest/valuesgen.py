@@ -74,6 +74,8 @@ def render(profile: Profile, origin: str | None = None) -> str:
         lines += ["backend:", "  replicas: 1", "  resources:"]
         for kind in ("requests", "limits"):
             lines += [f"    {kind}:", f"      cpu: {units.cpu(b.cpu_m)}", f"      memory: {units.memory(b.memory_mi)}"]
+        # One node for everything: a target kept off Locust's nodes could not be scheduled.
+        lines += ["global:", "  targetsApartFromLocust: false"]
     return "\n".join(lines) + "\n"
 
 
@@ -95,7 +97,8 @@ def placement_notes(profile: Profile) -> list[str]:
     b = profile.shared_backend
     return [
         f"The backend shares the node: one replica at {units.cpu(b.cpu_m)}, counted above; leave the targets and",
-        "monitoring off on a cluster this small, or size them in.",
+        "monitoring off on a cluster this small, or size them in. A target enabled here shares the node with",
+        "Locust (global.targetsApartFromLocust: false): its CPU is taken from the same node's.",
     ]
 
 

@@ -203,10 +203,11 @@ data:
 {{/*
 Pod anti-affinity that keeps a target's pods off the nodes running Locust pods of the same release (and, the rule
 being symmetric for the scheduler, Locust pods off the target's nodes): generator and target never share a node,
-whatever node types the values choose.
+whatever node types the values choose. Empty when global.targetsApartFromLocust is false (a one-node cluster).
 Usage: include "common.awayFromLocust" $
 */}}
 {{- define "common.awayFromLocust" -}}
+{{- if ne (toString (.Values.global | default dict).targetsApartFromLocust) "false" }}
 podAntiAffinity:
   requiredDuringSchedulingIgnoredDuringExecution:
     - topologyKey: kubernetes.io/hostname
@@ -214,6 +215,7 @@ podAntiAffinity:
         matchLabels:
           app.kubernetes.io/instance: {{ .Release.Name }}
           app.kubernetes.io/name: locust
+{{- end }}
 {{- end -}}
 
 {{/*
