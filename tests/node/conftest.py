@@ -11,6 +11,8 @@ import json
 import re
 import subprocess
 import time
+import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -41,7 +43,8 @@ def namespace(node_cluster, request) -> str:
     node_cluster.kubectl("create", "namespace", name)
     node_cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
     yield name
-    node_cluster.kubectl("delete", "namespace", name, "--wait=false")
+    # Waited for: on a 2-CPU node the next test's pods fit only once these are gone.
+    node_cluster.kubectl("delete", "namespace", name, "--wait=true", timeout=180)
 
 
 def helm(cluster: Cluster, *args: str, timeout: float = 300) -> str:
@@ -88,5 +91,51 @@ def pod_logs(cluster: Cluster, namespace: str, selector: str) -> str:
                      for name in names)
 
 
-def as_json(text: str) -> dict:
-    return json.loads(text)
+def pod_ip(cluster: Cluster, namespace: str, component: str) -> str:
+    """The address of the component's one Running pod: this machine reaches the node's pods directly."""
+    running = [p for p in pods(cluster, namespace, f"app.kubernetes.io/component={component}")
+               if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+    assert len(running) == 1, f"{component}: {len(running)} running pods"
+    return running[0]["status"]["podIP"]
+
+
+def get_json(url: str, headers: dict | None = None, timeout: float = 10) -> dict:
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.load(response)
+
+
+def web_auth(cluster: Cluster, namespace: str, release: str = "lt") -> dict:
+    """The Authorization header for the master's web UI, from the Secret the chart made."""
+    encoded = cluster.kubectl("get", "secret", "-n", namespace, f"{release}-locust-web-auth",
+                              "-o", "jsonpath={.data.credentials}")
+    return {"Authorization": f"Basic {encoded}"}
+
+
+class Prometheus:
+    """The release's in-cluster Prometheus, reached at its pod's address."""
+
+    def __init__(self, cluster: Cluster, namespace: str):
+        self.url = f"http://{pod_ip(cluster, namespace, 'prometheus')}:9090"
+
+    def query(self, promql: str) -> list[dict]:
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        return get_json(url)["data"]["result"]
+
+    def value(self, promql: str) -> float | None:
+        result = self.query(promql)
+        return float(result[0]["value"][1]) if result else None
+
+    def wait(self, promql: str, ok, timeout: float = 120) -> float:
+        """Poll until ok(value) (value None: no series); returns the value, or fails naming the query."""
+        deadline = time.monotonic() + timeout
+        value = None
+        while time.monotonic() < deadline:
+            try:
+                value = self.value(promql)
+            except OSError:
+                value = None
+            if ok(value):
+                return value
+            time.sleep(2)
+        raise AssertionError(f"after {timeout:.0f} s, {promql} = {value}")
