@@ -8,6 +8,8 @@ import urllib.request
 
 from conftest import Prometheus, get_json, helm, install, pod_ip, wait_ready, web_auth
 
+from loadtest import paths
+
 HAPROXY = ("--set", "haproxy.enabled=true", "--set", "locust.target=haproxy")
 
 
@@ -55,3 +57,30 @@ def test_autostarted_swarm_is_scraped_and_counted_by_the_target_too(node_cluster
     print(f"Locust counted {total} requests, HAProxy {served:.0f}")
     assert total > 1000
     assert abs(served - total) <= 0.005 * total
+
+
+def test_thin_workers_plateau_throttled_and_a_whole_core_lifts_the_rate(node_cluster, namespace):
+    """The seed's experiment in miniature, on a real kubelet: a worker at 100m is throttled by CFS and the rules call
+    the run generator-bound; `helm upgrade --reuse-values` to 1000m lifts the request rate many times over and the
+    verdict changes. (One worker: a second at 1000m does not fit on this 2-CPU node. The LoadGeneratorSaturated
+    alert needs 2 min of plateau and 2 min more pending, too long for this layer; its rules have promtool tests.)"""
+    install(node_cluster, namespace, "--set", "locust.worker.cpu=100m", "--set", "locust.mode=autostart",
+            "--set", "locust.autostart.users=20", "--set", "locust.autostart.spawnRate=20")
+    wait_ready(node_cluster, namespace)
+    prometheus = Prometheus(node_cluster, namespace)
+    release = 'release="lt"'
+    throttled = f'loadtest:worker_cpu_throttling:ratio{{{release}}}'
+    prometheus.wait(throttled, lambda v: v is not None and v > 0.5, timeout=180)
+    prometheus.wait(f'loadtest:verdict{{{release},verdict="generator-bound"}}', lambda v: v == 1, timeout=120)
+    rate = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}[1m]))'
+    thin = prometheus.wait(rate, lambda v: v is not None and v > 0)
+
+    helm(node_cluster, "upgrade", "lt", str(paths.CHART), "-n", namespace, "--reuse-values",
+         "--set", "locust.worker.cpu=1000m")
+    wait_ready(node_cluster, namespace)
+    prometheus = Prometheus(node_cluster, namespace)  # a new master restarts the swarm; Prometheus stays
+    prometheus.wait(f'rate(container_cpu_usage_seconds_total{{namespace="{namespace}",container="worker"}}[1m])',
+                    lambda v: v is not None and v > 0.3, timeout=180)
+    whole = prometheus.wait(rate, lambda v: v is not None and v > 4 * thin, timeout=180)
+    print(f"worker at 100m: {thin:.0f} RPS, at 1000m: {whole:.0f} RPS ({whole / thin:.1f}x)")
+    prometheus.wait(f'loadtest:verdict{{{release},verdict="generator-bound"}}', lambda v: v is None, timeout=180)
