@@ -17,11 +17,10 @@ def test_install_starts_every_container_and_helm_test_passes(node_cluster, names
     install(node_cluster, namespace, *HAPROXY)
     seconds = wait_ready(node_cluster, namespace)
     print(f"install -> all containers ready: {seconds:.0f} s")
-    out = helm(node_cluster, "test", "lt", "-n", namespace, "--logs", "--timeout", "180s")
-    # The test pods ran for real: the master's web UI counted the worker, the target answered, the backend served.
-    assert "1 of 1 workers connected" in out
-    assert "target http://lt-haproxy:80: HTTP" in out
-    assert "/1kb: 1024 bytes" in out
+    out = helm(node_cluster, "test", "lt", "-n", namespace, "--timeout", "180s")
+    # The test pods ran for real and passed: the master's web UI counted every worker and the target answered
+    # (lt-test-locust), the backend served its 1 KB payload (lt-test-backend); each exits non-zero otherwise.
+    assert out.count("Phase:          Succeeded") == 2, out
 
 
 def test_autostarted_swarm_is_scraped_and_counted_by_the_target_too(node_cluster, namespace):
