@@ -61,7 +61,7 @@ def test_autostarted_swarm_is_scraped_and_counted_by_the_target_too(node_cluster
 def test_thin_workers_plateau_throttled_and_a_whole_core_lifts_the_rate(node_cluster, namespace):
     """The seed's experiment in miniature, on a real kubelet: a worker at 100m is throttled by CFS and the rules call
     the run generator-bound; `helm upgrade --reuse-values` to 1000m lifts the request rate many times over and the
-    verdict changes. (One worker: a second at 1000m does not fit on this 2-CPU node. The LoadGeneratorSaturated
+    throttling ends. (One worker: a second at 1000m does not fit on this 2-CPU node. The LoadGeneratorSaturated
     alert needs 2 min of plateau and 2 min more pending, too long for this layer; its rules have promtool tests.)"""
     install(node_cluster, namespace, "--set", "locust.worker.cpu=100m", "--set", "locust.mode=autostart",
             "--set", "locust.autostart.users=20", "--set", "locust.autostart.spawnRate=20")
@@ -78,8 +78,11 @@ def test_thin_workers_plateau_throttled_and_a_whole_core_lifts_the_rate(node_clu
          "--set", "locust.worker.cpu=1000m")
     wait_ready(node_cluster, namespace)
     prometheus = Prometheus(node_cluster, namespace)  # a new master restarts the swarm; Prometheus stays
-    prometheus.wait(f'rate(container_cpu_usage_seconds_total{{namespace="{namespace}",container="worker"}}[1m])',
+    # max: the replaced worker's series stays (stale) for a while beside the new one's.
+    prometheus.wait(f'max(rate(container_cpu_usage_seconds_total{{namespace="{namespace}",container="worker"}}[1m]))',
                     lambda v: v is not None and v > 0.3, timeout=180)
     whole = prometheus.wait(rate, lambda v: v is not None and v > 4 * thin, timeout=180)
     print(f"worker at 100m: {thin:.0f} RPS, at 1000m: {whole:.0f} RPS ({whole / thin:.1f}x)")
-    prometheus.wait(f'loadtest:verdict{{{release},verdict="generator-bound"}}', lambda v: v is None, timeout=180)
+    # A whole core for one single-threaded worker: CFS no longer cuts it off. (Whether the verdict then reads
+    # healthy, target-bound or still generator-bound depends on who saturates first on this shared 2-CPU node.)
+    prometheus.wait(throttled, lambda v: v is not None and v < 0.2, timeout=180)
