@@ -78,6 +78,11 @@ def get_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
         return False
 
 
+def ready(obj: dict) -> bool:
+    """Whether a node or a pod has the condition Ready=True."""
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in obj["status"].get("conditions", []))
+
+
 def pods(client, namespace: str, selector: str = "") -> list[dict]:
     """The pods in `namespace` matching the label selector; `client` is a Cluster or an ApiClient."""
     return client.api_get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=selector)["items"]

@@ -42,6 +42,7 @@ class Cluster:
         self.kubeconfig = self.state_dir / "kubeconfig"
         self.ports_file = self.state_dir / "ports.json"
         self.processes = Supervisor(self.state_dir, COMPONENTS)
+        self.node = RealNode(self)  # present once a real node was started here
         self._api: ApiClient | None = None
 
     # --- processes -------------------------------------------------------------------------------------------
@@ -89,10 +90,6 @@ class Cluster:
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
-    @property
-    def node(self) -> RealNode:
-        return RealNode(self)
-
     def healthy(self, real_node: bool = False) -> bool:
         """Every component is up (the real node's too, if it has one or `real_node` asks for it)."""
         if not self.ports_file.exists() or not all(self.running().values()):
@@ -119,7 +116,7 @@ class Cluster:
 
         if real_node:
             preflight()
-        stop_node(self)
+        stop_node(self.node)
         processes = self.processes
         processes.stop(COMPONENTS, timeout=10)
         if self.state_dir.exists():
@@ -218,7 +215,7 @@ class Cluster:
         # The scheduler first, so no pod the controllers make again lands on the real node while it drains; then
         # the node; then the other clients; etcd last, so nothing logs errors about a vanished server.
         self.processes.stop(("kube-scheduler",), timeout)
-        stop_node(self)
+        stop_node(self.node)
         self.processes.stop(COMPONENTS[1:], timeout)
         self.processes.stop(("etcd",), timeout)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -21,7 +22,7 @@ from .. import images as builder
 from .. import tools
 from ..processes import LOCAL_HOST, free_port
 from . import pki as pki_files
-from .api import get_ok, wait_for
+from .api import get_ok, pods, ready, wait_for
 from .errors import ClusterError
 from .network import DNS_IP, NODE_IP, NODE_POD_CIDR, POD_CIDR
 from .supervisor import Supervisor
@@ -41,10 +42,9 @@ SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"
 COREDNS_PORT = 1053  # above 1024: the unprivileged CoreDNS needs no capability
 
 
-def _run(*argv: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     # ip, iptables and umount live in /usr/sbin, which PATH may lack.
-    result = subprocess.run([tools.find(argv[0]), *argv[1:]], capture_output=True, text=True, input=input,
-                            timeout=120)
+    result = subprocess.run([tools.find(argv[0]), *argv[1:]], capture_output=True, text=True, timeout=120)
     if check and result.returncode != 0:
         raise ClusterError(f"{' '.join(argv)} failed: {(result.stderr or result.stdout).strip()}")
     return result
@@ -129,8 +129,8 @@ def _remove_kube_chains(binary: str) -> None:
             words = rule.split()
             if words[:1] == ["-A"] and not words[1].startswith("KUBE-") and "-j" in words \
                     and words[words.index("-j") + 1].startswith("KUBE-"):
-                # The rule as -S prints it (comments quoted) is what -D takes: run it through a shell's words.
-                _run("sh", "-c", f"{binary} -t {table} -D {rule[3:]}", check=False)
+                # The rule as -S prints it (comments quoted) is what -D takes, split as a shell would.
+                _run(binary, "-t", table, "-D", *shlex.split(rule)[1:], check=False)
         chains = [r.split()[1] for r in rules if r.startswith("-N KUBE-")]
         for chain in chains:
             _run(binary, "-t", table, "-F", chain, check=False)
@@ -141,7 +141,7 @@ def _remove_kube_chains(binary: str) -> None:
 # --- the node ---------------------------------------------------------------------------------------------------------
 
 class RealNode:
-    """The node of `cluster` (a controlplane.Cluster started with address=NODE_IP)."""
+    """The real node of `cluster` (a controlplane.Cluster; Cluster.start(real_node=True) starts both)."""
 
     def __init__(self, cluster):
         self.cluster = cluster
@@ -219,7 +219,6 @@ class RealNode:
         self.processes.spawn("kubelet", [
             str(paths.BIN / "kubelet"), "--config", str(config), "--kubeconfig", str(self.dir / "kubelet.kubeconfig"),
             "--root-dir", str(root), "--hostname-override", NAME, "--node-ip", NODE_IP,
-            "--node-labels", "loadtest.dev/real-node=true",
             # cAdvisor's own flag: it asks containerd which container a cgroup is, or its series carry no
             # container, pod or image labels (the dashboards' per-container CPU and throttling).
             "--containerd", str(SOCKET),
@@ -237,15 +236,12 @@ class RealNode:
 
     def _node_ready(self) -> bool:
         try:
-            node = self.cluster.api_get(f"/api/v1/nodes/{NAME}")
+            return ready(self.cluster.api_get(f"/api/v1/nodes/{NAME}"))
         except OSError:
             return False
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
 
     def _coredns_ready(self) -> bool:
-        pods = self.cluster.api_get("/api/v1/namespaces/kube-system/pods", labelSelector="k8s-app=kube-dns")["items"]
-        return any(c["type"] == "Ready" and c["status"] == "True"
-                   for p in pods for c in p["status"].get("conditions", []))
+        return any(map(ready, pods(self.cluster, "kube-system", "k8s-app=kube-dns")))
 
     # --- stopping ----------------------------------------------------------------------------------------------
 
@@ -299,15 +295,16 @@ class RealNode:
                     pass
 
     def _unmount(self) -> None:
-        """The kubelet's volume mounts (tmpfs for Secrets, bind mounts) and the network namespaces' under this node."""
+        """The kubelet's volume mounts (tmpfs for Secrets, bind mounts) and containerd's root file systems left under
+        this node's folders."""
         mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
         ours = [m for m in mounts if m.startswith((str(self.dir) + "/", str(RUN_DIR) + "/"))]
         for mount in sorted(ours, key=len, reverse=True):
             _run("umount", "--lazy", mount.replace("\\040", " "), check=False)
 
 
-def stop_node(cluster) -> None:
-    node = RealNode(cluster)
+def stop_node(node: RealNode) -> None:
+    """Stop the node and undo its network, if it was ever started."""
     if node.present:
         node.stop()
         network_down(node.dir)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import catalog, profiles, sizing
-from .api import pods, wait_for
+from .api import pods, ready, wait_for
 from .controlplane import NODE_GROUP_LABEL, Cluster
 
 ADDON_LABEL = "loadtest.dev/addon"
@@ -119,9 +119,7 @@ def create_nodes(cluster: Cluster, shape: sizing.NodeShape, count: int, group: s
 def wait_nodes_ready(cluster: Cluster, names: list[str], timeout: float = 60) -> None:
     def not_ready() -> list[str]:
         nodes = cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
-        ready = {n["metadata"]["name"] for n in nodes
-                 if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))}
-        return sorted(set(names) - ready)
+        return sorted(set(names) - {n["metadata"]["name"] for n in nodes if ready(n)})
 
     wait_for(f"{len(names)} nodes to be Ready", lambda: not not_ready(), timeout,
              lambda: f"not Ready: {', '.join(not_ready())}; see {cluster.log('kwok')}")
