@@ -12,16 +12,14 @@ Grafana and the NGINX Ingress Controller have no image here: their Go modules ar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+
+import yaml
 
 from . import paths
 
 # The node's own images: the sandbox every pod runs in, and the cluster DNS (the versions kubeadm 1.33 deploys).
 PAUSE = "registry.k8s.io/pause:3.10"
 COREDNS = "registry.k8s.io/coredns/coredns:v1.12.0"
-# The Locust image with the metrics plugin's dependency baked in (docker/locust/Dockerfile): pods on the local node
-# have no way to PyPI, so the chart's default init container cannot install it there.
-LOCUST_PACKAGES = "localhost/loadtest/locust-packages:2.47.0"
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,8 @@ class Image:
     # Programs copied in: path in the image -> a path under ~/.cache/loadtest (what the install scripts build), or
     # the name of a program on this machine.
     binaries: dict[str, str] = field(default_factory=dict)
-    # Requirement files (relative to loadtest's home) pip-installs into /opt/venv, all versions pinned.
+    # What pip installs into /opt/venv, each a file relative to loadtest's home: `FILE` installs its pinned
+    # requirements, `FILE#PACKAGE` one package at the versions FILE pins (a constraint).
     requirements: tuple[str, ...] = ()
     # Shell run in the root file system (chroot) after the packages: users, links, the official image's files.
     setup: str = ""
@@ -58,30 +57,10 @@ class Image:
 
 def chart_reference(subchart: str, key: str = "image") -> str:
     """`repository:tag` of an image value of a subchart's values.yaml, normalised as the CRI resolves it."""
-    values = _values(paths.CHART / "charts" / subchart / "values.yaml", key)
-    return normalise(f"{values['repository']}:{values['tag']}")
-
-
-def _values(values_file: Path, key: str) -> dict[str, str]:
-    # values.yaml is YAML, but the image blocks are flat `key: value` lines under `<key>:` at some indent; reading
-    # them this way keeps the core free of a YAML dependency for two lines.
-    found: dict[str, str] = {}
-    indent = None
-    for line in values_file.read_text().splitlines():
-        stripped = line.strip()
-        if indent is None:
-            if stripped == f"{key}:":
-                indent = len(line) - len(line.lstrip())
-            continue
-        if not stripped or stripped.startswith("#"):
-            continue
-        if len(line) - len(line.lstrip()) <= indent:
-            break
-        name, _, value = stripped.partition(":")
-        found[name] = value.strip().strip('"')
-    if "repository" not in found or "tag" not in found:
-        raise ValueError(f"{values_file}: no {key}.repository and {key}.tag")
-    return found
+    image = yaml.safe_load((paths.CHART / "charts" / subchart / "values.yaml").read_text())
+    for part in key.split("."):
+        image = image[part]
+    return normalise(f"{image['repository']}:{image['tag']}")
 
 
 def normalise(reference: str) -> str:
@@ -124,12 +103,12 @@ def _images() -> dict[str, Image]:
         Image("coredns", COREDNS, Contract(user="nonroot:nonroot", workdir="/", entrypoint=("/coredns",),
                                            ports=("53/tcp", "53/udp"), paths=("/coredns",)),
               binaries={"/coredns": "node-bin/coredns"}, setup=NONROOT_SETUP),
-        Image("kube-state-metrics", chart_reference("monitoring", "kubeStateMetrics"),
+        Image("kube-state-metrics", chart_reference("monitoring", "kubeStateMetrics.image"),
               Contract(user="nobody", workdir="/",
                        entrypoint=("/kube-state-metrics", "--port=8080", "--telemetry-port=8081"),
                        ports=("8080/tcp", "8081/tcp"), paths=("/kube-state-metrics",)),
               binaries={"/kube-state-metrics": "bin/kube-state-metrics"}, setup=NONROOT_SETUP),
-        Image("prometheus", chart_reference("monitoring", "prometheus"),
+        Image("prometheus", chart_reference("monitoring", "prometheus.image"),
               Contract(user="nobody", workdir="/prometheus", entrypoint=("/bin/prometheus",),
                        cmd=("--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"),
                        ports=("9090/tcp",), paths=("/bin/prometheus", "/bin/promtool", "/bin/sh",
@@ -154,7 +133,9 @@ def _images() -> dict[str, Image]:
               Contract(user="locust", workdir="/home/locust", entrypoint=("locust",), env=locust_env,
                        ports=("8089/tcp", "5557/tcp"), paths=("/opt/venv/bin/locust", "/home/locust")),
               debian=("python3", "python3-venv"), requirements=("requirements.txt#locust",), setup=LOCUST_SETUP),
-        Image("locust-packages", LOCUST_PACKAGES,
+        # With the metrics plugin's dependency baked in (docker/locust/Dockerfile): pods on the local node have no way
+        # to PyPI, so the chart's default init container cannot install it there.
+        Image("locust-packages", "localhost/loadtest/locust-packages:" + chart_reference("locust").rsplit(":", 1)[1],
               Contract(user="locust", workdir="/home/locust", entrypoint=("locust",), env=locust_env,
                        ports=("8089/tcp", "5557/tcp"), paths=("/opt/venv/bin/locust",)),
               base="locust", requirements=("charts/loadtest/charts/locust/plugin-requirements.txt",)),

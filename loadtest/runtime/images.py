@@ -8,6 +8,7 @@ or, built on a base image, the base's layers and one layer of what it adds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -84,7 +85,14 @@ def dynamic_loader(path: Path) -> str:
 
 
 def content_key(image: Image) -> str:
-    """The hash of everything the image is built from, its base's key included."""
+    """The hash of everything the image is built from, its base's key included (read once per process: the
+    programs hashed are up to 150 MB)."""
+    return _content_key(image.name)
+
+
+@functools.cache
+def _content_key(name: str) -> str:
+    image = IMAGES[name]
     digest = hashlib.sha256(f"{BUILDER_VERSION} {SUITE}".encode())
     digest.update(json.dumps(dataclasses.asdict(image), sort_keys=True, default=list).encode())
     for source in sorted(image.binaries.values()):
@@ -100,11 +108,9 @@ def archive_path(image: Image) -> Path:
     return CACHE / f"{image.name}-{content_key(image)}.oci.tar"
 
 
-def build(names: list[str] | None = None, say: Callable[[str], None] = print) -> dict[str, Path]:
-    """Build the named images (all by default) unless cached; their archives by name."""
-    wanted = [IMAGES[n] for n in (names or IMAGES)]
-    built: dict[str, Path] = {}
-    for image in _with_bases(wanted):
+def build(names: list[str] | None = None, say: Callable[[str], None] = print) -> None:
+    """Build the named images (all by default) and the images they build on, unless cached."""
+    for image in _with_bases([IMAGES[n] for n in (names or IMAGES)]):
         archive = archive_path(image)
         if archive.exists():
             say(f"{image.name}: {image.reference} cached ({archive.name})")
@@ -114,8 +120,6 @@ def build(names: list[str] | None = None, say: Callable[[str], None] = print) ->
             _build(image, archive)
             say(f"{image.name}: built in {time.monotonic() - started:.0f} s, "
                 f"{archive.stat().st_size / 2**20:.0f} MiB")
-        built[image.name] = archive
-    return {i.name: built[i.name] for i in wanted}
 
 
 def _with_bases(images: list[Image]) -> list[Image]:
