@@ -1,7 +1,13 @@
-"""Marks every test with the layer its folder names, so `pytest -m unit` (or chart, cluster, dataplane, node) runs one layer."""
+"""Marks every test with the layer its folder names, so `pytest -m unit` (or chart, cluster, dataplane, node) runs one
+layer; and the fixtures the two layers with a cluster share (each gives its own `cluster`)."""
+import hashlib
 import pathlib
+import re
+import subprocess
 
 import pytest
+
+from loadtest.runtime import tools
 
 LAYERS = ("unit", "chart", "cluster", "dataplane", "node")
 
@@ -11,3 +17,37 @@ def pytest_collection_modifyitems(items):
         layer = pathlib.Path(str(item.fspath)).relative_to(pathlib.Path(__file__).parent).parts[0]
         if layer in LAYERS:
             item.add_marker(getattr(pytest.mark, layer))
+
+
+@pytest.fixture
+def wait_for_namespace_deletion() -> bool:
+    """Whether a test waits until its namespace is gone (a layer whose node is full until then says so)."""
+    return False
+
+
+@pytest.fixture
+def namespace(cluster, request, wait_for_namespace_deletion) -> str:
+    """A fresh namespace named after the test, enforcing the restricted Pod Security Standard, as in production."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")
+    # Namespace names stop at 63 characters; the hash keeps truncated parametrized names apart.
+    name = f"{slug[:54].rstrip('-')}-{hashlib.sha1(slug.encode()).hexdigest()[:8]}"
+    cluster.kubectl("create", "namespace", name)
+    cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
+    yield name
+    cluster.kubectl("delete", "namespace", name, f"--wait={str(wait_for_namespace_deletion).lower()}", timeout=180)
+
+
+@pytest.fixture(scope="module")
+def helm(cluster):
+    """helm(*args): run helm against the cluster; a failure fails the test with helm's output. (Per module: each
+    layer has its own `cluster`, and a session-wide helm would keep the first layer's.)"""
+    binary = tools.find("helm")
+
+    def run(*args: str, timeout: float = 300) -> str:
+        result = subprocess.run([binary, "--kubeconfig", str(cluster.kubeconfig), *args],
+                                capture_output=True, text=True, timeout=timeout)
+        if result.returncode != 0:
+            pytest.fail(f"helm {' '.join(args)} failed:\n{result.stdout}{result.stderr}", pytrace=False)
+        return result.stdout
+
+    return run

@@ -5,15 +5,11 @@ alone; pytest keeps the last runs' dirs, so the component logs are there after a
 """
 from __future__ import annotations
 
-import hashlib
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from loadtest import profiles
-from loadtest.runtime import tools
 from loadtest.runtime.cluster import NODE_GROUP_LABEL, Cluster, use_node_group
 
 START_TIMEOUT_S = 60
@@ -44,30 +40,3 @@ def node_group(cluster):
         return [n["metadata"]["name"] for n in cluster.api_get("/api/v1/nodes", labelSelector=selector)["items"]]
 
     return use
-
-
-@pytest.fixture
-def namespace(cluster, request) -> str:
-    """A fresh namespace named after the test, enforcing the restricted Pod Security Standard, as in production."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")
-    # Namespace names stop at 63 characters; the hash keeps truncated parametrized names apart.
-    name = f"{slug[:54].rstrip('-')}-{hashlib.sha1(slug.encode()).hexdigest()[:8]}"
-    cluster.kubectl("create", "namespace", name)
-    cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
-    yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false")
-
-
-@pytest.fixture(scope="session")
-def helm(cluster):
-    """helm(*args): run helm against the cluster; a failure fails the test with helm's output."""
-    binary = tools.find("helm")
-
-    def run(*args: str, timeout: float = 180) -> str:
-        result = subprocess.run([binary, "--kubeconfig", str(cluster.kubeconfig), *args],
-                                capture_output=True, text=True, timeout=timeout)
-        if result.returncode != 0:
-            pytest.fail(f"helm {' '.join(args)} failed:\n{result.stdout}{result.stderr}", pytrace=False)
-        return result.stdout
-
-    return run

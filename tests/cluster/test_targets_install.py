@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import urllib.error
 
 import pytest
 
@@ -73,16 +72,6 @@ def test_security_objects_are_accepted_and_select_the_release_pods(cluster, node
     assert status[worker_budget]["disruptionsAllowed"] == 0  # a drain waits rather than take a worker mid-run
 
 
-def exists(cluster, path: str) -> bool:
-    try:
-        cluster.api_get(path)
-        return True
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            return False
-        raise
-
-
 def can(cluster, user: str, verb: str, resource: str, namespace: str, name: str = "", group: str = "") -> bool:
     """The API server's own answer (a SubjectAccessReview, as `kubectl auth can-i --as` asks): may `user` do it?"""
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
@@ -112,7 +101,7 @@ def test_the_ingress_controller_reads_only_its_tls_secret(cluster, node_group, n
     labels = cluster.api_get(f"/api/v1/namespaces/{secret_namespace}")["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
     assert cluster.api_get(f"/api/v1/namespaces/{secret_namespace}/secrets/{tls_secret}")["type"] == "kubernetes.io/tls"
-    assert exists(cluster, f"/api/v1/namespaces/{namespace}/secrets/{RELEASE}-locust-web-auth")
+    assert cluster.api.exists(f"/api/v1/namespaces/{namespace}/secrets/{RELEASE}-locust-web-auth")
     controller = f"system:serviceaccount:{namespace}:{RELEASE}-nginx-ingress"
     # What it serves from, in the release's namespace: granted (the account is bound).
     assert can(cluster, controller, "list", "ingresses", namespace, group="networking.k8s.io")
@@ -128,5 +117,5 @@ def test_the_ingress_controller_reads_only_its_tls_secret(cluster, node_group, n
     # `helm uninstall` takes the namespace and its Secret with it.
     helm("uninstall", RELEASE, "-n", namespace, "--wait", "--timeout", "60s")
     wait_for(f"namespace {secret_namespace} to go",
-             lambda: not exists(cluster, f"/api/v1/namespaces/{secret_namespace}"), 60,
+             lambda: not cluster.api.exists(f"/api/v1/namespaces/{secret_namespace}"), 60,
              lambda: json.dumps(cluster.api_get(f"/api/v1/namespaces/{secret_namespace}").get("status")))

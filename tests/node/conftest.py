@@ -6,10 +6,7 @@ developer's `loadtest cluster up --real-node` must be down first (the bridge is 
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -17,7 +14,6 @@ import urllib.request
 import pytest
 
 from loadtest import paths
-from loadtest.runtime import tools
 from loadtest.runtime.cluster import Cluster, ClusterError, pods
 
 START_TIMEOUT_S = 240
@@ -26,7 +22,7 @@ VALUES = [paths.VALUES / "local.yaml", paths.HOME / "examples" / "real-node" / "
 
 
 @pytest.fixture(scope="session")
-def node_cluster(tmp_path_factory) -> Cluster:
+def cluster(tmp_path_factory) -> Cluster:
     cluster = Cluster(tmp_path_factory.mktemp("node-cluster"))
     try:
         cluster.start(timeout=START_TIMEOUT_S, real_node=True)
@@ -36,29 +32,15 @@ def node_cluster(tmp_path_factory) -> Cluster:
 
 
 @pytest.fixture
-def namespace(node_cluster, request) -> str:
-    """A fresh namespace named after the test, enforcing the restricted Pod Security Standard, as in production."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")
-    name = f"{slug[:54].rstrip('-')}-{hashlib.sha1(slug.encode()).hexdigest()[:8]}"
-    node_cluster.kubectl("create", "namespace", name)
-    node_cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
-    yield name
-    # Waited for: on a 2-CPU node the next test's pods fit only once these are gone.
-    node_cluster.kubectl("delete", "namespace", name, "--wait=true", timeout=180)
+def wait_for_namespace_deletion() -> bool:
+    # On a 2-CPU node the next test's pods fit only once the last test's are gone.
+    return True
 
 
-def helm(cluster: Cluster, *args: str, timeout: float = 300) -> str:
-    result = subprocess.run([tools.find("helm"), "--kubeconfig", str(cluster.kubeconfig), *args],
-                            capture_output=True, text=True, timeout=timeout)
-    if result.returncode != 0:
-        raise AssertionError(f"helm {' '.join(args[:3])} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return result.stdout
-
-
-def install(cluster: Cluster, namespace: str, *sets: str, release: str = "lt") -> None:
+def install(helm, namespace: str, *sets: str, release: str = "lt") -> None:
     """helm install the local values with the real node's overlay, plus `sets` (--set a=b ...)."""
     files = [arg for f in VALUES for arg in ("-f", str(f))]
-    helm(cluster, "install", release, str(paths.CHART), "-n", namespace, *files, *sets)
+    helm("install", release, str(paths.CHART), "-n", namespace, *files, *sets)
 
 
 def not_ready(cluster: Cluster, namespace: str) -> list[str]:
@@ -83,12 +65,6 @@ def wait_ready(cluster: Cluster, namespace: str, timeout: float = READY_TIMEOUT_
         time.sleep(1)
     events = cluster.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp")
     raise ClusterError(f"not ready after {timeout:.0f} s: {not_ready(cluster, namespace)}\n{events[-4000:]}")
-
-
-def pod_logs(cluster: Cluster, namespace: str, selector: str) -> str:
-    names = [p["metadata"]["name"] for p in pods(cluster, namespace, selector)]
-    return "\n".join(cluster.kubectl("logs", "-n", namespace, name, "--all-containers", "--tail=50")
-                     for name in names)
 
 
 def pod_ip(cluster: Cluster, namespace: str, component: str) -> str:

@@ -6,28 +6,28 @@ from __future__ import annotations
 import time
 import urllib.request
 
-from conftest import Prometheus, get_json, helm, install, pod_ip, wait_ready, web_auth
+from conftest import Prometheus, get_json, install, pod_ip, wait_ready, web_auth
 
 from loadtest import paths
 
 HAPROXY = ("--set", "haproxy.enabled=true", "--set", "locust.target=haproxy")
 
 
-def test_install_starts_every_container_and_helm_test_passes(node_cluster, namespace):
-    install(node_cluster, namespace, *HAPROXY)
-    seconds = wait_ready(node_cluster, namespace)
+def test_install_starts_every_container_and_helm_test_passes(cluster, namespace, helm):
+    install(helm, namespace, *HAPROXY)
+    seconds = wait_ready(cluster, namespace)
     print(f"install -> all containers ready: {seconds:.0f} s")
-    out = helm(node_cluster, "test", "lt", "-n", namespace, "--timeout", "180s")
+    out = helm("test", "lt", "-n", namespace, "--timeout", "180s")
     # The test pods ran for real and passed: the master's web UI counted every worker and the target answered
     # (lt-test-locust), the backend served its 1 KB payload (lt-test-backend); each exits non-zero otherwise.
     assert out.count("Phase:          Succeeded") == 2, out
 
 
-def test_autostarted_swarm_is_scraped_and_counted_by_the_target_too(node_cluster, namespace):
-    install(node_cluster, namespace, *HAPROXY, "--set", "locust.mode=autostart", "--set", "locust.autostart.users=20",
+def test_autostarted_swarm_is_scraped_and_counted_by_the_target_too(cluster, namespace, helm):
+    install(helm, namespace, *HAPROXY, "--set", "locust.mode=autostart", "--set", "locust.autostart.users=20",
             "--set", "locust.autostart.spawnRate=20", "--set", "locust.autostart.runTime=90s")
-    wait_ready(node_cluster, namespace)
-    prometheus = Prometheus(node_cluster, namespace)
+    wait_ready(cluster, namespace)
+    prometheus = Prometheus(cluster, namespace)
     # The worker connected and runs users; Prometheus scrapes the master (through the Service's pod).
     prometheus.wait(f'locust_workers{{namespace="{namespace}",state="running"}}', lambda v: v == 1)
     prometheus.wait(f'sum(rate(locust_requests_total{{namespace="{namespace}"}}[30s]))', lambda v: v and v > 10)
@@ -39,8 +39,8 @@ def test_autostarted_swarm_is_scraped_and_counted_by_the_target_too(node_cluster
     prometheus.wait(f"container_cpu_cfs_throttled_periods_total{{{worker}}}", lambda v: v is not None)
 
     # The run stops by itself (90 s); then Locust's count and HAProxy's agree.
-    master = f"http://{pod_ip(node_cluster, namespace, 'locust-master')}:8089"
-    auth = web_auth(node_cluster, namespace)
+    master = f"http://{pod_ip(cluster, namespace, 'locust-master')}:8089"
+    auth = web_auth(cluster, namespace)
     deadline = time.monotonic() + 120
     while (stats := get_json(f"{master}/stats/requests", auth))["state"] != "stopped":
         assert time.monotonic() < deadline, f"the run did not stop: {stats['state']}"
@@ -48,7 +48,7 @@ def test_autostarted_swarm_is_scraped_and_counted_by_the_target_too(node_cluster
     time.sleep(3)  # the worker's last report
     locust_count = get_json(f"{master}/stats/requests", auth)
     total = next(s for s in locust_count["stats"] if s["name"] == "Aggregated")["num_requests"]
-    haproxy = f"http://{pod_ip(node_cluster, namespace, 'haproxy')}:8404/metrics"
+    haproxy = f"http://{pod_ip(cluster, namespace, 'haproxy')}:8404/metrics"
     with urllib.request.urlopen(haproxy, timeout=10) as response:
         lines = response.read().decode().splitlines()
     served = sum(float(line.rsplit(" ", 1)[1]) for line in lines
@@ -58,15 +58,15 @@ def test_autostarted_swarm_is_scraped_and_counted_by_the_target_too(node_cluster
     assert abs(served - total) <= 0.005 * total
 
 
-def test_thin_workers_plateau_throttled_and_a_whole_core_lifts_the_rate(node_cluster, namespace):
+def test_thin_workers_plateau_throttled_and_a_whole_core_lifts_the_rate(cluster, namespace, helm):
     """The seed's experiment in miniature, on a real kubelet: a worker at 100m is throttled by CFS and the rules call
     the run generator-bound; `helm upgrade --reuse-values` to 1000m lifts the request rate many times over and the
     throttling ends. (One worker: a second at 1000m does not fit on this 2-CPU node. The LoadGeneratorSaturated
     alert needs 2 min of plateau and 2 min more pending, too long for this layer; its rules have promtool tests.)"""
-    install(node_cluster, namespace, "--set", "locust.worker.cpu=100m", "--set", "locust.mode=autostart",
+    install(helm, namespace, "--set", "locust.worker.cpu=100m", "--set", "locust.mode=autostart",
             "--set", "locust.autostart.users=20", "--set", "locust.autostart.spawnRate=20")
-    wait_ready(node_cluster, namespace)
-    prometheus = Prometheus(node_cluster, namespace)
+    wait_ready(cluster, namespace)
+    prometheus = Prometheus(cluster, namespace)
     release = 'release="lt"'
     throttled = f'loadtest:worker_cpu_throttling:ratio{{{release}}}'
     prometheus.wait(throttled, lambda v: v is not None and v > 0.5, timeout=180)
@@ -74,10 +74,10 @@ def test_thin_workers_plateau_throttled_and_a_whole_core_lifts_the_rate(node_clu
     rate = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}[1m]))'
     thin = prometheus.wait(rate, lambda v: v is not None and v > 0)
 
-    helm(node_cluster, "upgrade", "lt", str(paths.CHART), "-n", namespace, "--reuse-values",
+    helm("upgrade", "lt", str(paths.CHART), "-n", namespace, "--reuse-values",
          "--set", "locust.worker.cpu=1000m")
-    wait_ready(node_cluster, namespace)
-    prometheus = Prometheus(node_cluster, namespace)  # a new master restarts the swarm; Prometheus stays
+    wait_ready(cluster, namespace)
+    prometheus = Prometheus(cluster, namespace)  # a new master restarts the swarm; Prometheus stays
     # max: the replaced worker's series stays (stale) for a while beside the new one's.
     prometheus.wait(f'max(rate(container_cpu_usage_seconds_total{{namespace="{namespace}",container="worker"}}[1m]))',
                     lambda v: v is not None and v > 0.3, timeout=180)
