@@ -62,7 +62,7 @@ class LocustWeb:
             raise LocustWebError(f"Locust refused to swarm {users} users: {answer.get('message')}")
 
     def stop(self) -> None:
-        self._call("/stop")
+        self._call("/stop", {})  # POST: Locust refuses a GET
 
     def wait_workers(self, count: int, timeout_s: float) -> None:
         """Wait until exactly `count` workers are connected and none is missing."""
