@@ -8,7 +8,11 @@ web UI would (--web-host).
 
 Locust already sends each worker's CPU and memory to the master with its heartbeats. Each worker adds, to the stats
 report it sends every 3 s, its CPU limit (the CFS quota of its cgroup: what Kubernetes sets from resources.limits)
-and how many CPU warnings it raised, so the master can say how close every worker is to its ceiling.
+and how many CPU warnings it raised, so the master can say how close every worker is to its ceiling. A worker told to
+stop by SIGTERM (its pod deleted) sends one last report before it quits, so its last seconds of requests count.
+
+The master's web UI also serves the run's statistics as Locust's --json-file writes them, at /loadtest/stats.json,
+for a run driven through the web UI (`loadtest run --release`).
 
 Metrics (counters reset when Locust resets its statistics; Prometheus' rate() handles that):
   locust_runner_state{state}                      1 for the runner's current state, 0 for the others
@@ -28,6 +32,7 @@ Metrics (counters reset when Locust resets its statistics; Prometheus' rate() ha
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -46,6 +51,8 @@ except ImportError:  # workers do not need it: only the master serves metrics
     prometheus_client = None
 
 PORT_ENV = "LOADTEST_METRICS_PORT"
+# The run's statistics in Locust's --json-file format, on the web UI (behind its login).
+STATS_JSON_ROUTE = "/loadtest/stats.json"
 # Key of this plugin's part of a worker's stats report.
 REPORT_KEY = "loadtest_metrics"
 STATES = (STATE_INIT, STATE_SPAWNING, STATE_RUNNING, STATE_CLEANUP, STATE_STOPPING, STATE_STOPPED, STATE_MISSING)
@@ -122,6 +129,16 @@ def _register_worker(environment) -> None:
     @environment.events.report_to_master.add_listener
     def add_worker_facts(client_id, data, **_):
         data[REPORT_KEY] = {"cpu_limit_cores": cpu_limit_cores(), "cpu_warnings": warnings}
+
+    @environment.events.quitting.add_listener
+    def send_last_report(**_):
+        # On SIGTERM (its pod deleted, evicted or rolled) a worker tells the master "quit" without a last stats
+        # report, and the master drops what came after the last one (up to 3 s of requests). Added at init, after
+        # the runner's own listener, so it fires first: quitting fires its listeners in reverse.
+        runner = environment.runner
+        data = {}
+        environment.events.report_to_master.fire(client_id=runner.client_id, data=data)
+        runner.send_message("stats", data)
 
 
 # --- master side ---------------------------------------------------------------------------------------------------
@@ -238,6 +255,14 @@ def _serve(environment, registry, web_ui) -> None:
         def metrics():
             return Response(prometheus_client.generate_latest(registry),
                             headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+
+        @web_ui.app.route(STATS_JSON_ROUTE)
+        @web_ui.auth_required_if_enabled
+        def stats_json():
+            # What --json-file writes at exit, for a run driven through the web UI (`loadtest run --release`);
+            # serialized without Locust's serialize_stats(), which would reset the statistics.
+            entries = [e.serialize() for e in environment.stats.entries.values() if e.num_requests or e.num_failures]
+            return Response(json.dumps(entries), headers={"Content-Type": "application/json"})
 
     port = os.environ.get(PORT_ENV)
     if port:
