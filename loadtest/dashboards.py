@@ -315,6 +315,20 @@ def panel_queries(board: dict) -> list[tuple[str, str]]:
     return [(panel["title"], target["expr"]) for panel in board["panels"] for target in panel.get("targets", [])]
 
 
+def all_panel_queries() -> list[tuple[str, str, str]]:
+    """(dashboard title, panel title, PromQL expression) of every query of the written dashboards."""
+    boards = [json.loads(p.read_text()) for p in sorted(FOLDER.glob("*.json"))]
+    return [(board["title"], title, expr) for board in boards for title, expr in panel_queries(board)]
+
+
+def resolve(expr: str, namespace: str, release: str, interval: str = "1m") -> str:
+    """A panel's expression with Grafana's variables set as the dashboard would set them for a release."""
+    for variable, value in {"$namespace": namespace, "$release": release, "$__rate_interval": interval,
+                            "$__range": interval}.items():
+        expr = expr.replace(variable, value)
+    return expr
+
+
 def needs_cluster(expr: str) -> bool:
     """Whether an expression reads series only a cluster has (see CLUSTER_ONLY)."""
     return any(re.search(rf"\b{re.escape(prefix)}", expr) for prefix in CLUSTER_ONLY)

@@ -1,5 +1,6 @@
 """Marks every test with the layer its folder names, so `pytest -m unit` (or chart, cluster, dataplane, node) runs one
 layer; and the fixtures the two layers with a cluster share (each gives its own `cluster`)."""
+import contextlib
 import hashlib
 import pathlib
 import re
@@ -19,22 +20,35 @@ def pytest_collection_modifyitems(items):
             item.add_marker(getattr(pytest.mark, layer))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def wait_for_namespace_deletion() -> bool:
     """Whether a test waits until its namespace is gone (a layer whose node is full until then says so)."""
     return False
 
 
-@pytest.fixture
-def namespace(cluster, request, wait_for_namespace_deletion) -> str:
-    """A fresh namespace named after the test, enforcing the restricted Pod Security Standard, as in production."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")
+@contextlib.contextmanager
+def fresh_namespace(cluster, title: str, wait_for_deletion: bool):
+    """A fresh namespace named after `title`, enforcing the restricted Pod Security Standard, as in production."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", title.lower()).strip("-")
     # Namespace names stop at 63 characters; the hash keeps truncated parametrized names apart.
     name = f"{slug[:54].rstrip('-')}-{hashlib.sha1(slug.encode()).hexdigest()[:8]}"
     cluster.kubectl("create", "namespace", name)
     cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
     yield name
-    cluster.kubectl("delete", "namespace", name, f"--wait={str(wait_for_namespace_deletion).lower()}", timeout=180)
+    cluster.kubectl("delete", "namespace", name, f"--wait={str(wait_for_deletion).lower()}", timeout=180)
+
+
+@pytest.fixture
+def namespace(cluster, request, wait_for_namespace_deletion) -> str:
+    with fresh_namespace(cluster, request.node.name, wait_for_namespace_deletion) as name:
+        yield name
+
+
+@pytest.fixture(scope="module")
+def module_namespace(cluster, request, wait_for_namespace_deletion) -> str:
+    """One fresh namespace for the tests of a module that share one release."""
+    with fresh_namespace(cluster, request.module.__name__, wait_for_namespace_deletion) as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

@@ -93,29 +93,26 @@ def capacity(cluster, node_group, helm, tmp_path_factory):
         cluster.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
-CAPACITY_QUERIES = [(board, title, expr)
-                    for board in ("loadtest-capacity", "loadtest-overview")
-                    for title, expr in dashboards.panel_queries(json.loads((dashboards.FOLDER / f"{board}.json").read_text()))
-                    if "kube_" in expr]
+CAPACITY_QUERIES = [(board, title, expr) for board, title, expr in dashboards.all_panel_queries()
+                    if board in ("Cluster capacity", "Load test overview") and "kube_" in expr]
 
 
 def test_capacity_panels_return_data(capacity):
     url, namespace, _, _ = capacity
     unverified = []
     for board, title, expr in CAPACITY_QUERIES:
-        expr = expr.replace("$namespace", namespace).replace("$release", RELEASE).replace("$__rate_interval", "1m")
-        result = query(url, expr)
+        result = query(url, dashboards.resolve(expr, namespace, RELEASE))
         if not result and "container_" in expr:
-            unverified.append(f"{board} / {title}")  # cAdvisor: no kubelets under KWOK
+            unverified.append(f"{board} / {title}")  # cAdvisor: no kubelets under KWOK (the node layer has one)
             continue
         assert result, f"{board} / {title}: no data for {expr}"
-    assert unverified == ["loadtest-capacity / Node CPU used"]
+    assert unverified == ["Cluster capacity / Node CPU used"]
 
 
 def test_generator_nodes_are_requested_to_the_brim_and_a_worker_waits(capacity):
     """The "Node CPU requested" panel shows nodes with less room than one more worker requests."""
     url, namespace, nodes, replicas = capacity
-    (requested,) = [q for b, t, q in CAPACITY_QUERIES if (b, t) == ("loadtest-capacity", "Node CPU requested")]
+    (requested,) = [q for b, t, q in CAPACITY_QUERIES if (b, t) == ("Cluster capacity", "Node CPU requested")]
     share = {s["metric"]["node"]: float(s["value"][1]) for s in query(url, requested)}
     cores = {s["metric"]["node"]: float(s["value"][1])
              for s in query(url, 'kube_node_status_allocatable{resource="cpu"}')}

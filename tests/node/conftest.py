@@ -6,15 +6,16 @@ developer's `loadtest cluster up --real-node` must be down first (the bridge is 
 """
 from __future__ import annotations
 
-import json
+import base64
 import time
-import urllib.parse
 import urllib.request
 
 import pytest
 
 from loadtest import paths
+from loadtest.runtime import prom
 from loadtest.runtime.cluster import Cluster, ClusterError, pods
+from loadtest.runtime.locustweb import LocustWeb
 
 START_TIMEOUT_S = 240
 READY_TIMEOUT_S = 240
@@ -31,7 +32,7 @@ def cluster(tmp_path_factory) -> Cluster:
         cluster.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def wait_for_namespace_deletion() -> bool:
     # On a 2-CPU node the next test's pods fit only once the last test's are gone.
     return True
@@ -75,28 +76,33 @@ def pod_ip(cluster: Cluster, namespace: str, component: str) -> str:
     return running[0]["status"]["podIP"]
 
 
-def get_json(url: str, headers: dict | None = None, timeout: float = 10) -> dict:
-    request = urllib.request.Request(url, headers=headers or {})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.load(response)
-
-
-def web_auth(cluster: Cluster, namespace: str, release: str = "lt") -> dict:
-    """The Authorization header for the master's web UI, from the Secret the chart made."""
+def master(cluster: Cluster, namespace: str, release: str = "lt") -> LocustWeb:
+    """The master's web API at its pod's address, with the credentials of the Secret the chart made."""
     encoded = cluster.kubectl("get", "secret", "-n", namespace, f"{release}-locust-web-auth",
                               "-o", "jsonpath={.data.credentials}")
-    return {"Authorization": f"Basic {encoded}"}
+    return LocustWeb(f"http://{pod_ip(cluster, namespace, 'locust-master')}:8089",
+                     base64.b64decode(encoded).decode())
 
 
-class Prometheus:
+def aggregated(web: LocustWeb) -> dict:
+    """The master's Aggregated row: num_requests, num_failures, ..."""
+    return next(s for s in web.status()["stats"] if s["name"] == "Aggregated")
+
+
+def haproxy_served(cluster: Cluster, namespace: str) -> float:
+    """What the HAProxy pod's backends counted (its own Prometheus endpoint)."""
+    url = f"http://{pod_ip(cluster, namespace, 'haproxy')}:8404/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        lines = response.read().decode().splitlines()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines
+               if line.startswith('haproxy_backend_http_requests_total{proxy="be_http_'))
+
+
+class Prometheus(prom.Prometheus):
     """The release's in-cluster Prometheus, reached at its pod's address."""
 
     def __init__(self, cluster: Cluster, namespace: str):
-        self.url = f"http://{pod_ip(cluster, namespace, 'prometheus')}:9090"
-
-    def query(self, promql: str) -> list[dict]:
-        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
-        return get_json(url)["data"]["result"]
+        super().__init__(f"http://{pod_ip(cluster, namespace, 'prometheus')}:9090")
 
     def value(self, promql: str) -> float | None:
         result = self.query(promql)
@@ -109,7 +115,7 @@ class Prometheus:
         while time.monotonic() < deadline:
             try:
                 value = self.value(promql)
-            except OSError:
+            except prom.PrometheusError:
                 value = None
             if ok(value):
                 return value

@@ -1,0 +1,121 @@
+"""A run changed while it runs, on the real node: a worker added by `helm upgrade` gets users without restarting the
+run; a deleted worker pod is replaced and the run goes on with nothing lost; a deleted target pod shows as counted
+failures, then recovery. The tests share one release (interactive mode, HAProxy the target) and run in order.
+
+Monitoring is off here: two workers and HAProxy's whole core fill this 2-CPU node, and the master's web API says
+all these tests read."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import aggregated, haproxy_served, install, master, wait_ready
+
+from loadtest import paths
+from loadtest.runtime.cluster import pods
+
+USERS = 20
+WORKERS = "app.kubernetes.io/component=locust-worker"
+
+
+@pytest.fixture(scope="module")
+def release(cluster, module_namespace, helm) -> str:
+    install(helm, module_namespace, "--set", "haproxy.enabled=true", "--set", "locust.target=haproxy",
+            "--set", "monitoring.enabled=false", "--set", "locust.worker.cpu=300m")
+    wait_ready(cluster, module_namespace)
+    return module_namespace
+
+
+def live_pods(cluster, namespace: str, selector: str) -> list[dict]:
+    return [p for p in pods(cluster, namespace, selector) if not p["metadata"].get("deletionTimestamp")]
+
+
+def wait_status(web, ok, what: str, timeout: float = 120, floor: int = 0) -> dict:
+    """Poll the master until ok(status); on the way, the request count never falls below `floor` nor goes back
+    (a reset would mean the run restarted)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = web.status()
+        count = aggregated(web)["num_requests"]
+        assert count >= floor, f"the request count went back from {floor} to {count}: the run restarted"
+        floor = count
+        if ok(status):
+            return status
+        assert time.monotonic() < deadline, f"{what} not seen within {timeout:.0f} s: {status['state']}, " \
+                                            f"workers {[(w['state'], w['user_count']) for w in status['workers']]}"
+        time.sleep(1)
+
+
+def spread(status: dict, workers: int) -> bool:
+    """The run has its users spread over `workers` connected workers, each running some."""
+    running = [w for w in status["workers"] if w["state"] == "running"]
+    return (status["state"] == "running" and len(status["workers"]) == workers and len(running) == workers
+            and all(w["user_count"] > 0 for w in running) and sum(w["user_count"] for w in running) == USERS)
+
+
+def test_a_worker_added_by_helm_upgrade_gets_users_without_restarting_the_run(cluster, release, helm):
+    web = master(cluster, release)
+    web.wait_workers(1, 60)
+    web.swarm(USERS, USERS)
+    web.wait_users(USERS, 60)
+    (master_pod,) = live_pods(cluster, release, "app.kubernetes.io/component=locust-master")
+    before = aggregated(web)["num_requests"]
+
+    helm("upgrade", "lt", str(paths.CHART), "-n", release, "--reuse-values", "--set", "locust.worker.replicas=2")
+    wait_ready(cluster, release)
+    wait_status(web, lambda s: spread(s, 2), "20 users over 2 workers", floor=before)
+    (same,) = live_pods(cluster, release, "app.kubernetes.io/component=locust-master")
+    assert same["metadata"]["uid"] == master_pod["metadata"]["uid"], "the upgrade replaced the master"
+
+
+def test_a_deleted_worker_is_replaced_and_the_run_goes_on_with_nothing_lost(cluster, release):
+    web = master(cluster, release)
+    status = wait_status(web, lambda s: spread(s, 2), "20 users over 2 workers")
+    first = {w["id"] for w in status["workers"]}
+    victim = live_pods(cluster, release, WORKERS)[0]["metadata"]["name"]
+    before = aggregated(web)["num_requests"]
+
+    cluster.kubectl("delete", "pod", "-n", release, victim, "--wait=false")
+    # The kubelet stops the worker (SIGTERM), the Deployment makes another, which connects and gets users.
+    status = wait_status(web, lambda s: spread(s, 2) and {w["id"] for w in s["workers"]} != first,
+                         "a new worker with users", floor=before)
+    assert status["state"] == "running"
+    time.sleep(5)
+
+    web.stop()
+    wait_status(web, lambda s: s["state"] == "stopped", "the run stopped", timeout=30)
+    time.sleep(4)  # the workers' last reports
+    total = aggregated(web)["num_requests"]
+    served = haproxy_served(cluster, release)
+    print(f"with a worker deleted mid-run: Locust counted {total} requests, HAProxy {served:.0f}")
+    assert total > 1000
+    # The deleted worker's last requests are counted too (its final report before it quit).
+    assert abs(served - total) <= 0.005 * total
+
+
+def test_a_deleted_target_shows_as_failures_then_recovers(cluster, release):
+    web = master(cluster, release)
+    web.wait_workers(2, 60)
+    web.swarm(USERS, USERS)  # a new run: its statistics start from zero
+    web.wait_users(USERS, 60)
+    time.sleep(3)
+    assert aggregated(web)["num_failures"] == 0
+    (target,) = live_pods(cluster, release, "app.kubernetes.io/component=haproxy")
+
+    cluster.kubectl("delete", "pod", "-n", release, target["metadata"]["name"], "--wait=false")
+    wait_status(web, lambda s: aggregated(web)["num_failures"] > 0, "failures while the target is gone", timeout=60)
+    wait_ready(cluster, release)
+
+    # Recovery: a stretch of 10 s with requests served and no new failure.
+    deadline = time.monotonic() + 120
+    while True:
+        start = aggregated(web)
+        time.sleep(10)
+        end = aggregated(web)
+        served, failed = end["num_requests"] - start["num_requests"], end["num_failures"] - start["num_failures"]
+        if served > 100 and failed == 0:
+            break
+        assert time.monotonic() < deadline, f"no recovery: last 10 s {served} requests, {failed} failures"
+    print(f"target deleted mid-run: {end['num_failures']} failures counted of {end['num_requests']} requests, "
+          f"then {served} requests in 10 s without one")
+    web.stop()
