@@ -1,0 +1,83 @@
+"""An autostarted swarm on the real node, watched as a user watches it: the in-cluster Prometheus scrapes the master,
+kube-state-metrics and the kubelet's cAdvisor; every dashboard panel has data; and when the run stops, Locust's count
+agrees with the target's own. The tests share one release and run in order."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import Prometheus, aggregated, haproxy_served, install, master, wait_ready
+
+from loadtest import dashboards, images
+
+# Series no query can have on this machine, and why.
+NGINX_TARGET = ("the NGINX target (the NGINX Ingress Controller) exports these, and it has no image here (its Go "
+                "module is refused): the target is HAProxy, whose query of the panel has data")
+NO_DATA_HERE = {"nginx_connections_active": NGINX_TARGET, "nginx_ingress_nginx_": NGINX_TARGET,
+                "nginx_ingress_controller_": NGINX_TARGET}
+PANEL_QUERIES = dashboards.all_panel_queries()
+USERS = 20
+
+
+@pytest.fixture(scope="module")
+def swarm(cluster, module_namespace, helm) -> Prometheus:
+    namespace = module_namespace
+    install(helm, namespace, "--set", "haproxy.enabled=true", "--set", "locust.target=haproxy",
+            "--set", "locust.mode=autostart", "--set", f"locust.autostart.users={USERS}",
+            "--set", f"locust.autostart.spawnRate={USERS}")
+    wait_ready(cluster, namespace)
+    # A pod no node can take, as when a worker too many is asked for: the "Pending pods" panels show it.
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(unschedulable_pod()))
+    return Prometheus(cluster, namespace)
+
+
+def unschedulable_pod() -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "too-big"},
+            "spec": {"securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                     "containers": [{"name": "pause", "image": images.PAUSE,
+                                     "resources": {"requests": {"cpu": "64"}},
+                                     "securityContext": {"allowPrivilegeEscalation": False,
+                                                         "capabilities": {"drop": ["ALL"]}}}]}}
+
+
+def test_workers_master_kube_state_metrics_and_cadvisor_are_scraped(swarm, module_namespace):
+    namespace = module_namespace
+    # The worker connected and runs users; Prometheus scrapes the master (through the Service's pod).
+    swarm.wait(f'locust_workers{{namespace="{namespace}",state="running"}}', lambda v: v == 1)
+    swarm.wait(f'sum(rate(locust_requests_total{{namespace="{namespace}"}}[30s]))', lambda v: v and v > 10)
+    # kube-state-metrics, and the real kubelet's cAdvisor for the worker's container.
+    swarm.wait(f'kube_pod_container_resource_limits{{namespace="{namespace}",resource="cpu",container="worker"}}',
+               lambda v: v == 0.5)
+    worker = f'namespace="{namespace}",pod=~"lt-locust-worker-.*",container="worker"'
+    swarm.wait(f"rate(container_cpu_usage_seconds_total{{{worker}}}[30s])", lambda v: v and v > 0.05)
+    swarm.wait(f"container_cpu_cfs_throttled_periods_total{{{worker}}}", lambda v: v is not None)
+
+
+@pytest.mark.parametrize("board, panel, expr", PANEL_QUERIES, ids=[f"{b}: {p}" for b, p, _ in PANEL_QUERIES])
+def test_dashboard_panel_has_data(swarm, module_namespace, board, panel, expr):
+    promql = dashboards.resolve(expr, module_namespace, "lt")
+    if why := next((why for series, why in NO_DATA_HERE.items() if series in expr), None):
+        # Prometheus runs the query (valid PromQL); its series cannot exist here.
+        assert swarm.query(promql) == [], why
+        return
+    deadline = time.monotonic() + 90
+    while not (result := swarm.query(promql)):
+        assert time.monotonic() < deadline, f"{board} / {panel}: no data after 90 s for {promql}"
+        time.sleep(3)
+    assert all(s["value"][1] not in ("NaN", "+Inf", "-Inf") for s in result), (promql, result)
+
+
+def test_locust_and_the_target_count_the_same_requests(cluster, swarm, module_namespace):
+    web = master(cluster, module_namespace)
+    web.stop()
+    deadline = time.monotonic() + 30
+    while web.status()["state"] != "stopped":
+        assert time.monotonic() < deadline, "the run did not stop"
+        time.sleep(1)
+    time.sleep(3)  # the worker's last report
+    total = aggregated(web)["num_requests"]
+    served = haproxy_served(cluster, module_namespace)
+    print(f"Locust counted {total} requests, HAProxy {served:.0f}")
+    assert total > 1000
+    assert abs(served - total) <= 0.005 * total
