@@ -3,15 +3,16 @@
 #
 #   examples/ci/pipeline.sh local     the whole stack on the CI machine (no cluster), with `loadtest run --local`
 #   examples/ci/pipeline.sh cluster   a judged run in the cluster: helm install with locust.mode=run
+#   examples/ci/pipeline.sh release   install (interactive), `loadtest run --release` collects everything, compare
 #
 # Settings (environment): RESULTS (folder the job keeps as artifacts, default ./loadtest-results), BASELINE (a
 # results folder of an earlier run to compare with; none: nothing compared), MAX_RPS_DROP and MAX_P95_RISE (the
 # comparison's limits, default 5% and 10%), CHECKS (comma-separated checks);
-# for cluster: RELEASE, NAMESPACE, VALUES (the node type's values file), RUN_TIME, USERS.
+# for cluster and release: RELEASE, NAMESPACE, VALUES (the node type's values file), RUN_TIME, USERS.
 # Exit code: loadtest's own (0 passed, 1 a check failed or a regression, 2 bad input, 3 invalid: generator-bound).
 set -euo pipefail
 
-mode=${1:?say local or cluster}
+mode=${1:?say local, cluster or release}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 results=${RESULTS:-./loadtest-results}
 checks=${CHECKS:-p95<200ms,fail_ratio<1%}
@@ -52,8 +53,21 @@ cluster)
     grep -E 'check |busiest worker|exit code' "$results/locust-master.log" || true
     exit "${job_code:-$code}"
     ;;
+release)
+    release=${RELEASE:-lt} namespace=${NAMESPACE:-loadtest}
+    helm upgrade --install "$release" "$here/charts/loadtest" -n "$namespace" --create-namespace \
+        -f "${VALUES:?set VALUES to a node-type values file, e.g. values/c5-xlarge.yaml}" \
+        --set locust.mode=interactive --set monitoring.enabled=true --wait --timeout "${TIMEOUT:-15m}"
+    run="$results/run-$(date -u +%Y%m%dT%H%M%SZ)"
+    code=0
+    # Port-forwards, the web UI's credentials, Locust's files and the release's Prometheus series: all the CLI's.
+    loadtest run --release "$release" --namespace "$namespace" --users "${USERS:-100}" \
+        --run-time "${RUN_TIME:-5m}" --check "$checks" --output "$run" || code=$?
+    if [ "$code" -eq 0 ]; then compare_with_baseline "$run" || code=$?; fi
+    exit "$code"
+    ;;
 *)
-    echo "pipeline.sh: say local or cluster, not $mode" >&2
+    echo "pipeline.sh: say local, cluster or release, not $mode" >&2
     exit 2
     ;;
 esac

@@ -2,6 +2,12 @@
 the checks and keeps every result in a folder of its own.
 
     loadtest run --local --users 100 --run-time 1m --check 'p95<200ms' --check 'fail_ratio<1%'
+    loadtest run --release lt --namespace loadtest --users 600 --run-time 5m --check 'p95<200ms'
+
+--local starts the whole stack on this machine. --release drives an installed release (locust.mode interactive)
+through port-forwards the command opens and closes itself, reading the web UI's credentials from the release's
+Secret (or LOADTEST_LOCUST_AUTH), and collects Locust's files from the master and the run's series from the
+release's Prometheus.
 
 Checks are METRIC[NAME] OP NUMBER UNIT: p50 p75 p90 p95 p99 p99.9 avg max (ms or s), fail_ratio (% or a fraction),
 rps; [NAME] picks one request name, without it all requests count. The chart's `locust.checks` take the same.
@@ -22,9 +28,9 @@ import sys
 import time
 from pathlib import Path
 
-from .. import checks, locuststats, runresult, verdict
-from ..errors import RunFailed
-from ..runtime import localrun
+from .. import checks, locuststats, runresult, units, verdict
+from ..errors import RunFailed, UsageError
+from ..runtime import localrun, release, releaserun
 from . import local
 
 RUNS = Path("runs")
@@ -41,6 +47,8 @@ def print_outcomes(report: runresult.RunReport, files: dict[str, Path], out=prin
 
 def run(args) -> int:
     judged = checks.parse(args.check)
+    if args.release:
+        return run_release(args, judged)
     plan = local.prepare(args)
     out = Path(args.output) if args.output else runresult.new_folder(RUNS, plan.name)
     runresult.check_output(out, args.force)
@@ -73,15 +81,62 @@ def run(args) -> int:
     return report.exit_code
 
 
+def run_release(args, judged: list[checks.Check]) -> int:
+    passed = [option for option, dest in LOCAL_ONLY.items() if getattr(args, dest) != args.local_defaults[dest]]
+    if passed:
+        raise UsageError(f"{', '.join(passed)}: what runs is the release's (its values); these options are for "
+                         "--local. Change the release with helm upgrade --reuse-values --set ...")
+    run_time_s = units.parse_duration_s(args.run_time)
+    if not 1 <= run_time_s <= 24 * 3600 or args.users < 0 or args.spawn_rate < 0:
+        raise UsageError("--run-time must be between 1 s and 24 h; --users and --spawn-rate cannot be negative")
+    out = Path(args.output) if args.output else runresult.new_folder(RUNS, args.release)
+    runresult.check_output(out, args.force)
+    target = release.Release(args.release, args.namespace, Path(args.kubeconfig) if args.kubeconfig else None)
+    started = time.time()
+    result = releaserun.Result({"release": f"{args.release} (namespace {args.namespace})"})
+    try:
+        result = releaserun.run(target, args.users, args.spawn_rate, run_time_s, out)
+    except (KeyboardInterrupt, RunFailed) as e:
+        why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e).splitlines()[0]
+        figures = locuststats.figures(out / "stats.json")
+        runresult.write(runresult.RunReport(result.conditions, started, time.time(), figures,
+                                            checks.judge(judged, figures), incomplete=why), out)
+        print(f"loadtest run: ended early ({why}); what was collected is in {out}, marked incomplete",
+              file=sys.stderr)
+        raise
+    figures = locuststats.figures(out / "stats.json")
+    report = runresult.RunReport(result.conditions, started, time.time(), figures, checks.judge(judged, figures),
+                                 verdict=result.verdict, cpu=result.cpu)
+    files = runresult.write(report, out)
+    for note in result.notes:
+        print(f"  note             {note}")
+    if report.verdict:
+        print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
+    print_outcomes(report, files)
+    if report.generator_bound:
+        print("loadtest run: invalid measurement: the generator was the limit; add workers or give each a whole "
+              "core (helm upgrade --reuse-values --set locust.worker.cpu=1000m) and run again", file=sys.stderr)
+    return report.exit_code
+
+
+# Options of --local that a release sets in its values instead.
+LOCAL_ONLY = {"--scenario": "scenario", "-f": "locustfile", "--requirements": "requirements", "--host": "host",
+              "--target": "target", "--tls-mode": "tls_mode", "--workers": "workers", "--wait": "wait"}
+
+
 def register(sub) -> None:
     p = sub.add_parser("run", help="one bounded run with pass/fail checks and a results folder, for CI",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--local", action="store_true", required=True,
-                   help="run the whole stack on this machine (127.0.0.1)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--local", action="store_true", help="run the whole stack on this machine (127.0.0.1)")
+    where.add_argument("--release", metavar="NAME",
+                       help="drive this installed release (locust.mode interactive) through port-forwards")
+    p.add_argument("--namespace", default="default", help="the release's namespace (default: default)")
+    p.add_argument("--kubeconfig", help="kubeconfig of the release's cluster (default: kubectl's)")
     local.add_run_arguments(p)
     p.add_argument("--check", action="append", default=[], metavar="CHECK",
                    help="a pass/fail check, e.g. 'p95<200ms', 'p99[/checkout]<=1s', 'fail_ratio<1%%', 'rps>=5000' "
                         "(repeat it, or separate checks with commas)")
     p.add_argument("--output", help=f"folder for the results (default: a new {RUNS}/<UTC time>-<test>)")
     p.add_argument("--force", action="store_true", help="replace the results of an earlier run in --output")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, local_defaults={dest: p.get_default(dest) for dest in LOCAL_ONLY.values()})

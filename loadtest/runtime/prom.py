@@ -61,6 +61,14 @@ class Prometheus:
     def values(self, expr: str, at: float | None = None) -> list[float]:
         return [float(s["value"][1]) for s in self.query(expr, at)]
 
+    def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[tuple[float, float]]:
+        """(time, value) of a query that returns one series, every step_s from start to end ([] when none)."""
+        result = self.get("/api/v1/query_range", query=expr, start=f"{start:.3f}", end=f"{end:.3f}",
+                          step=f"{step_s:g}")["result"]
+        if len(result) > 1:
+            raise PrometheusError(f"{expr} returned {len(result)} series, not one")
+        return [(float(t), float(v)) for t, v in result[0]["values"]] if result else []
+
     def scrape_interval_s(self) -> float:
         config = yaml.safe_load(self.get("/api/v1/status/config")["yaml"])
         return duration_s(config.get("global", {}).get("scrape_interval", "1m"))

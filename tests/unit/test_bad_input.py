@@ -62,6 +62,12 @@ BAD = {
     "sweep-output-holds-a-sweep": (["sweep", "--local", "--steps", "10", "--output", str(BADTESTS / "earlier-sweep")],
                                    "holds an earlier sweep: give another folder, or --force"),
     "sweep-workers-zero": (["sweep", "--local", "--steps", "10", "--workers", "0"], "--workers must be at least 1"),
+    "run-nowhere": (["run", "--users", "5"], "one of the arguments --local --release is required"),
+    "run-local-and-release": (["run", "--local", "--release", "lt"], "not allowed with argument"),
+    "run-release-with-local-options": (["run", "--release", "lt", "--workers", "3", "--scenario", "http_close"],
+                                       "--scenario, --workers: what runs is the release's"),
+    "run-release-run-time-zero": (["run", "--release", "lt", "--run-time", "0s"], "--run-time must be between"),
+    "run-release-bad-check": (["run", "--release", "lt", "--check", "p95<fast"], "--check"),
     "cluster-no-action": (["cluster"], "action"),
     "unknown-command": (["deploy"], "invalid choice: 'deploy'"),
 }

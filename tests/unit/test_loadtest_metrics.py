@@ -13,6 +13,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from loadtest import paths
+from loadtest.runtime import releaserun
 
 sys.path.insert(0, str(paths.LOCUSTFILES))
 import loadtest_metrics  # noqa: E402
@@ -126,3 +127,7 @@ def test_collector_exports_the_run_the_requests_and_every_worker(master):
 def test_collector_forgets_workers_that_left(master):
     got = samples(*master)
     assert not [key for key in got if ("worker", "gone_" + "c" * 32) in key]
+
+
+def test_a_release_run_reads_the_statistics_where_the_plugin_serves_them():
+    assert releaserun.LOCUST_FILES["stats.json"] == loadtest_metrics.STATS_JSON_ROUTE

@@ -1,0 +1,185 @@
+"""`loadtest run --release`: one bounded run on an installed release (locust.mode interactive).
+
+The command opens its own port-forwards to the release's master and Prometheus, starts the swarm through the web
+UI, prints live figures, stops the swarm after the run time, and collects into the run's folder, however the run
+ends: Locust's HTML report, CSVs and statistics (stats.json) from the web UI, and the run's series from the
+release's Prometheus (series.csv). The verdict is the one the release's saturation rules recorded most often over
+the steady part of the run (after every user started).
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import math
+import string
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import paths, verdict
+from ..errors import RunFailed, UsageError
+from .locustweb import LocustWeb, LocustWebError
+from .prom import Prometheus, PrometheusError
+from .release import Release
+from .sweeper import live_line, measure
+
+WORKERS_TIMEOUT_S = 120
+PROGRESS_EVERY_S = 5
+STOP_TIMEOUT_S = 30
+REPORT_INTERVAL_S = 4  # a worker reports every 3 s: wait that long after stopping for the last reports
+# Locust's own files, from the master's web UI, under the names `locust --csv stats --html report.html` gives them;
+# stats.json (what --json-file writes) is served by the chart's plugin, locustfiles/loadtest_metrics.py.
+LOCUST_FILES = {"report.html": "/stats/report?download=1", "stats_stats.csv": "/stats/requests/csv",
+                "stats_failures.csv": "/stats/failures/csv", "stats_exceptions.csv": "/exceptions/csv",
+                "stats.json": "/loadtest/stats.json"}
+# The run's series (series.csv), one column per query of the release's Prometheus ($sel: the release's series,
+# $r: the rate window).
+SERIES = {
+    "users": "sum(locust_users{$sel})",
+    "rps": "sum(rate(locust_requests_total{$sel}[$r]))",
+    "fail_ratio": "sum(rate(locust_request_failures_total{$sel}[$r])) / sum(rate(locust_requests_total{$sel}[$r]))",
+    "p50_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.5"})',
+    "p95_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.95"})',
+    "p99_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.99"})',
+    "worker_cpu_max": "max(loadtest:worker_cpu_saturation:ratio{$sel})",
+    "worker_throttling_max": "max(loadtest:worker_cpu_throttling:ratio{$sel})",
+    "target_cpu_ratio": "max(loadtest:target_cpu_saturation:ratio{$sel})",
+}
+
+
+@dataclass
+class Result:
+    conditions: dict[str, str]
+    verdict: verdict.Verdict | None = None
+    cpu: dict[str, object] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what could not be collected, and why
+
+
+def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: Path, progress=print) -> Result:
+    values = release.values()
+    locust = values.get("locust", {})
+    mode = locust.get("mode", "interactive")
+    if mode != "interactive":
+        raise UsageError(f"release {release.name} runs locust.mode {mode}: its master starts its own swarm; "
+                         f"`helm upgrade {release.name} charts/loadtest --reuse-values --set "
+                         "locust.mode=interactive` lets `loadtest run --release` drive it")
+    workers = int(locust.get("worker", {}).get("replicas", 1))
+    users = users or 50 * workers
+    monitored = bool(values.get("monitoring", {}).get("enabled"))
+    result = Result({
+        "release": f"{release.name} (namespace {release.namespace})",
+        "scenario": locust.get("scenario", "?"), "target": locust.get("target", "?"),
+        "workers": f"{workers} at {locust.get('worker', {}).get('cpu')} each", "users": str(users),
+        "spawn rate": f"{spawn_rate or users:g}/s", "run time": f"{run_time_s} s",
+        "versions": f"chart {paths.chart_version(paths.CHART)}, Locust image {locust.get('image', {}).get('tag')}",
+    })
+    out.mkdir(parents=True, exist_ok=True)
+    credentials = release.web_credentials()
+    with contextlib.ExitStack() as stack:
+        progress(f"port-forwarding to release {release.name}'s Locust master"
+                 + (" and Prometheus" if monitored else ""))
+        web = LocustWeb(stack.enter_context(release.port_forward("locust-master", "web")), credentials)
+        prometheus = Prometheus(stack.enter_context(release.port_forward("prometheus", "http"))) if monitored \
+            else None
+        web.wait_workers(workers, WORKERS_TIMEOUT_S)
+        if (state := web.status()["state"]) in ("spawning", "running"):
+            raise RunFailed(f"release {release.name}'s master is {state}: someone else's run is going on; stop it "
+                            "in the web UI first")
+        started = time.time()
+        steady_from = None
+        try:
+            web.swarm(users, spawn_rate or users)
+            progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {workers} worker(s), "
+                     f"{run_time_s} s")
+            last = 0.0
+            while (elapsed := time.time() - started) < run_time_s:
+                time.sleep(min(1.0, run_time_s - elapsed))
+                status = web.status()
+                if steady_from is None and status["state"] == "running" and status["user_count"] == users:
+                    steady_from = time.time()
+                if time.time() - last >= PROGRESS_EVERY_S:
+                    last = time.time()
+                    progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web)}")
+        finally:
+            ended = time.time()
+            _stop(web, progress)
+            result.notes += _collect_locust_files(web, out)
+            if prometheus:
+                result.notes += _collect_series(prometheus, release.name, started, ended, out)
+        if prometheus:
+            if steady_from is None:
+                result.notes.append("no verdict: the swarm never ran all its users")
+            else:
+                result.verdict, result.cpu, note = _verdict(prometheus, release.name, steady_from, ended)
+                result.notes += [note] if note else []
+        else:
+            result.notes.append("no verdict and no series: the release has monitoring.enabled false")
+    return result
+
+
+def _stop(web: LocustWeb, progress) -> None:
+    try:
+        web.stop()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while web.status()["state"] != "stopped" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(REPORT_INTERVAL_S)
+        progress("swarm stopped")
+    except LocustWebError as e:
+        progress(f"could not stop the swarm ({e}): stop it in the web UI")
+
+
+def _collect_locust_files(web: LocustWeb, out: Path) -> list[str]:
+    missing = []
+    for name, path in LOCUST_FILES.items():
+        request = urllib.request.Request(f"{web.url}{path}", headers=web.headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                (out / name).write_bytes(response.read())
+        except OSError as e:
+            missing.append(f"{name} not collected ({path}: {e})")
+    return missing
+
+
+def _collect_series(prometheus: Prometheus, release: str, start: float, end: float, out: Path) -> list[str]:
+    """series.csv: every SERIES column at each scrape from start to end (empty where Prometheus has no value)."""
+    try:
+        step = prometheus.scrape_interval_s()
+        time.sleep(2 * step)  # the run's last scrape reaches the query API
+        where = {"sel": f'release="{release}"', "r": f"{max(4 * step, 30):g}s"}
+        columns = {name: dict(prometheus.query_range(string.Template(expr).substitute(where), start, end, step))
+                   for name, expr in SERIES.items()}
+    except PrometheusError as e:
+        return [f"series.csv not collected: {e}"]
+    times = sorted({t for column in columns.values() for t in column})
+    with (out / "series.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(("time", *SERIES))
+        for t in times:
+            writer.writerow((f"{t:.3f}", *(_cell(columns[name].get(t)) for name in SERIES)))
+    return []
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None or value != value else f"{value:.6g}"
+
+
+def _verdict(prometheus: Prometheus, release: str, steady_from: float,
+             end: float) -> tuple[verdict.Verdict | None, dict, str | None]:
+    """The rules' verdict over the whole scrapes between every user running and the end, with its CPU figures; or
+    None and why."""
+    try:
+        step = prometheus.scrape_interval_s()
+        hold_s = int((end - steady_from - step) // step * step)
+        if hold_s < 2 * step:
+            return None, {}, (f"no verdict: every user ran for {end - steady_from:.0f} s, and a verdict needs "
+                              f"{3 * step:g} s (two whole scrapes of {step:g} s after the first); give --run-time "
+                              f"{math.ceil(3 * step - (end - steady_from))} s more")
+        f = measure(prometheus, release, end, hold_s, step)
+    except RunFailed as e:  # PrometheusError too
+        return None, {}, f"no verdict: {e}"
+    busiest = max(f["worker_cpu"], default=0.0)
+    cpu = {"worker_cpu": f["worker_cpu"], "worker_cpu_cores": f["worker_cpu_cores"],
+           "target_cpu_ratio": f["target_cpu_ratio"], "window": [f["start"], f["end"]]}
+    return verdict.recorded(f["verdicts"], busiest, f["target_cpu_ratio"], f["host_cpu"]), cpu, None

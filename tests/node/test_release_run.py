@@ -1,0 +1,80 @@
+"""`loadtest run --release` against a release on the real node, as a pipeline runs it: the command opens its own
+port-forwards through the real kubelet, runs, judges its checks, and leaves Locust's files and the release's
+Prometheus series in its folder; interrupted, it stops the swarm and still leaves what it collected."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from conftest import install, master, wait_ready
+
+RUN_FILES = {"result.json", "checks.xml", "summary.md", "report.html", "stats.json", "stats_stats.csv",
+             "stats_failures.csv", "stats_exceptions.csv", "series.csv"}
+
+
+@pytest.fixture(scope="module")
+def release(cluster, module_namespace, helm) -> str:
+    install(helm, module_namespace, "--set", "locust.worker.cpu=1000m")
+    wait_ready(cluster, module_namespace)
+    return module_namespace
+
+
+def loadtest_run(cluster, namespace: str, out, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("LOADTEST_LOCUST_AUTH", None)  # the credentials come from the release's Secret
+    return subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--release", "lt", "--namespace", namespace,
+                             "--kubeconfig", str(cluster.kubeconfig), "--output", str(out), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def port_forwards(kubeconfig) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"])
+            if "port-forward" in (p.info["cmdline"] or []) and str(kubeconfig) in p.info["cmdline"]]
+
+
+def test_a_judged_run_collects_locust_files_and_the_release_series(cluster, release, tmp_path):
+    out = tmp_path / "run"
+    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "60s",
+                        "--check", "fail_ratio<1%", "--check", "rps>=10")
+    output, _ = proc.communicate(timeout=300)
+    print(output)
+    result = json.loads((out / "result.json").read_text())
+    generator_bound = (result["verdict"] or {}).get("kind") == "generator-bound"
+    assert proc.returncode == (3 if generator_bound else 0), output
+    assert result["complete"] and result["verdict"], result
+    assert {c["check"]: c["passed"] for c in result["checks"]} == {"fail_ratio<1%": True, "rps>=10": True}
+    assert result["figures"]["Aggregated"]["requests"] > 100
+    assert RUN_FILES <= {p.name for p in out.iterdir()}, sorted(p.name for p in out.iterdir())
+    assert "<html" in (out / "report.html").read_text().lower()
+    rows = list(csv.DictReader((out / "series.csv").open()))
+    assert max(float(r["rps"] or 0) for r in rows) > 10, rows
+    assert any(r["worker_cpu_max"] for r in rows)
+    # The swarm was stopped, and the command's port-forwards are gone with it.
+    assert master(cluster, release).status()["state"] == "stopped"
+    assert port_forwards(cluster.kubeconfig) == []
+
+
+def test_an_interrupted_run_stops_the_swarm_and_keeps_what_it_collected(cluster, release, tmp_path):
+    out = tmp_path / "run"
+    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "5m")
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:
+        if "RPS" in line:  # the first live figures: the swarm runs
+            break
+        assert time.monotonic() < deadline, "no live figures"
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    result = json.loads((out / "result.json").read_text())
+    assert not result["complete"] and result["incomplete"] == "interrupted"
+    assert result["figures"]["Aggregated"]["requests"] > 0
+    assert {"stats.json", "report.html", "stats_stats.csv"} <= {p.name for p in out.iterdir()}
+    assert master(cluster, release).status()["state"] == "stopped"
+    assert port_forwards(cluster.kubeconfig) == []
