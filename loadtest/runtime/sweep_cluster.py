@@ -7,23 +7,16 @@ container as many CPUs (request = limit), so a step is one more core for the tar
 """
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 from .. import paths, targets
-from ..errors import RunFailed
 from ..sweep import Spec, SweepError
-from . import tools
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
+from .release import Release, ReleaseError
 
 UPGRADE_TIMEOUT = "10m"
 WORKERS_TIMEOUT_S = 300
-
-
-class ClusterError(RunFailed):
-    pass
 
 
 class ClusterDriver:
@@ -34,7 +27,8 @@ class ClusterDriver:
         self.spec, self.progress = spec, progress
         self.locust = LocustWeb(locust_url, locust_credentials) if locust_url else None
         self.prometheus = Prometheus(prometheus_url) if prometheus_url else None
-        self.values = self.release_values()
+        self.installed = Release(release, namespace, kubeconfig)
+        self.values = self.installed.values()
         locust = self.values.get("locust", {})
         self.target = locust.get("target", "backend")
         self.workers = int(locust.get("worker", {}).get("replicas", 0))
@@ -63,28 +57,10 @@ class ClusterDriver:
         self.progress("restoring the values the sweep changed")
         try:
             self.upgrade(self.changed)
-        except ClusterError as e:
+        except ReleaseError as e:
             restore = " ".join(f"--set {k}={v}" for k, v in self.changed.items())
             self.progress(f"could not restore them ({e}); run: helm upgrade {self.release} {self.chart} "
                           f"--reuse-values {restore}")
-
-    def helm(self, *args: str, timeout: float = 900) -> str:
-        cmd = [tools.find("helm"), *args, "-n", self.namespace]
-        if self.kubeconfig:
-            cmd += ["--kubeconfig", str(self.kubeconfig)]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        if out.returncode != 0:
-            raise ClusterError(f"helm {' '.join(args[:2])} failed:\n{out.stderr.strip()}")
-        return out.stdout
-
-    def release_values(self) -> dict:
-        try:
-            return json.loads(self.helm("get", "values", self.release, "--all", "-o", "json") or "{}")
-        except ClusterError as e:
-            if "not found" in str(e):
-                raise ClusterError(f"no release {self.release!r} in namespace {self.namespace}: install it first, "
-                                   f"or see `helm list -A`") from None
-            raise
 
     def cpu_value(self) -> tuple[str, str]:
         """(section, key) of the chart value that sets the loaded target's CPUs; the backend's for an outside URL."""
@@ -109,9 +85,9 @@ class ClusterDriver:
         """helm upgrade --reuse-values with `settings`, waiting until every changed Deployment is rolled out."""
         sets = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
         self.progress(f"  helm upgrade {self.release} {' '.join(sets)} (waiting for the rollout)")
-        self.helm("upgrade", self.release, str(self.chart), "--reuse-values", *sets, "--wait",
+        self.installed.helm("upgrade", self.release, str(self.chart), "--reuse-values", *sets, "--wait",
                   "--timeout", UPGRADE_TIMEOUT)
-        self.values = self.release_values()
+        self.values = self.installed.values()
 
     def conditions(self) -> dict[str, str]:
         v = self.values
@@ -131,7 +107,7 @@ class ClusterDriver:
         try:
             self.locust.wait_workers(count, WORKERS_TIMEOUT_S)
         except LocustWebError as e:
-            raise ClusterError(f"{e}: are there nodes with CPU for {count} workers? (`loadtest size`)") from None
+            raise ReleaseError(f"{e}: are there nodes with CPU for {count} workers? (`loadtest size`)") from None
 
     def set_target_cpus(self, cpus: int) -> None:
         section, key = self.cpu_value()

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from loadtest import paths, profiles, sweep
-from loadtest.runtime import sweep_cluster
+from loadtest.runtime import release, sweep_cluster
 from scheduling import assert_all_running
 
 RELEASE = "lt"
@@ -60,7 +60,7 @@ def test_a_target_cpu_sweep_needs_an_nginx_or_haproxy_target(cluster, node_group
          "--wait", "--timeout", "120s")
     with pytest.raises(sweep.SweepError, match="needs locust.target nginx or haproxy"):
         driver(cluster, namespace, "target-cpus")
-    with pytest.raises(sweep_cluster.ClusterError, match="no release 'missing' in namespace"):
+    with pytest.raises(release.ReleaseError, match="no release 'missing' in namespace"):
         sweep_cluster.ClusterDriver("missing", namespace, paths.CHART, None, None,
                                     spec=sweep.Spec("users", [1], 15, 180, 50, 0), kubeconfig=cluster.kubeconfig)
 
