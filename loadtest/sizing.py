@@ -139,22 +139,9 @@ class WorkerPlan:
 
     def explain(self) -> list[str]:
         """The arithmetic, one line per step, as written into values-file headers and printed by `loadtest size`."""
-        s = self.shape
-        lines = [f"Per node CPU:   capacity {s.cpu_m}m"]
-        if s.cpu_m != s.allocatable_cpu_m:
-            lines.append(
-                f"  - kube-reserved {s.cpu_m - s.allocatable_cpu_m}m (EKS: 6 % of core 1, 1 % of core 2, "
-                "0.5 % of cores 3-4, 0.25 % above)"
-            )
-        lines.append(f"  = allocatable {s.allocatable_cpu_m}m")
-        ds = ", ".join(f"{d.name} {d.cpu_m}m" for d in self.daemonsets)
-        lines.append(f"  - pods on every node {self.daemonset_cpu_m}m ({ds})")
-        lines.append(f"  = free for pods {self.free_cpu_m}m")
-        pods = ", ".join(
-            f"{p.name} {p.replicas} x {p.cpu_m}m" if p.replicas > 1 else f"{p.name} {p.cpu_m}m"
-            for p in self.cluster_pods
-        )
-        lines.append(f"Cluster pods among the workers: {pods} = {self.cluster_pods_cpu_m}m")
+        lines = _node_cpu_lines(self.shape, self.daemonsets)
+        lines.append(f"Cluster pods among the workers: {', '.join(_listed(self.cluster_pods))} = "
+                     f"{self.cluster_pods_cpu_m}m")
         per_node = self.workers_per_empty_node
         leftover = self.free_cpu_m - per_node * self.worker_cpu_m
         lines.append(
@@ -173,6 +160,116 @@ class WorkerPlan:
                 "may stay Pending depending on where the cluster pods land"
             )
         return lines
+
+
+def _node_cpu_lines(shape: NodeShape, daemonsets: tuple[PodRequest, ...]) -> list[str]:
+    """Capacity, kube-reserved, allocatable, DaemonSets and what is left for pods on one node, one line each."""
+    lines = [f"Per node CPU:   capacity {shape.cpu_m}m"]
+    if shape.cpu_m != shape.allocatable_cpu_m:
+        lines.append(
+            f"  - kube-reserved {shape.cpu_m - shape.allocatable_cpu_m}m (EKS: 6 % of core 1, 1 % of core 2, "
+            "0.5 % of cores 3-4, 0.25 % above)"
+        )
+    lines.append(f"  = allocatable {shape.allocatable_cpu_m}m")
+    ds = ", ".join(f"{d.name} {d.cpu_m}m" for d in daemonsets)
+    lines.append(f"  - pods on every node {_cpu_sum(daemonsets)}m ({ds})")
+    lines.append(f"  = free for pods {shape.allocatable_cpu_m - _cpu_sum(daemonsets)}m")
+    return lines
+
+
+def _cpu_sum(pods: tuple[PodRequest, ...]) -> int:
+    return sum(p.cpu_m * p.replicas for p in pods)
+
+
+def _listed(pods: tuple[PodRequest, ...]) -> list[str]:
+    """'coredns 2 x 100m', 'locust-master 200m': each pod's CPU request, with its replicas."""
+    return [f"{p.name} {p.replicas} x {p.cpu_m}m" if p.replicas > 1 else f"{p.name} {p.cpu_m}m" for p in pods]
+
+
+def _wrapped(head: str, items: list[str], tail: str, width: int = 110) -> list[str]:
+    """head, the items joined by ", " and tail, broken between items into lines of at most `width` (indented)."""
+    lines, line = [], head
+    for i, item in enumerate(items):
+        text = item + ("," if i < len(items) - 1 else tail)
+        if line not in (head, "  ") and len(line) + len(text) > width:
+            lines.append(line.rstrip())
+            line = "  "
+        line += text + " "
+    return lines + [line.rstrip()]
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """How many nodes of a node group hold a set of pods (the backend, targets and monitoring) whatever node the
+    scheduler puts each on (see `plan_group`)."""
+
+    shape: NodeShape
+    daemonsets: tuple[PodRequest, ...]
+    pods: tuple[PodRequest, ...]  # what the group is for
+    cluster_pods: tuple[PodRequest, ...]  # add-ons (CoreDNS) that may land here too, counted as if they do
+    nodes: int
+
+    @property
+    def free_cpu_m(self) -> int:
+        """CPU per node left for pods after DaemonSets."""
+        return self.shape.allocatable_cpu_m - _cpu_sum(self.daemonsets)
+
+    @property
+    def pods_cpu_m(self) -> int:
+        return _cpu_sum(self.pods)
+
+    @property
+    def requested_cpu_fraction(self) -> float:
+        """Share of the group's allocatable CPU that DaemonSets, the pods and the cluster pods request."""
+        used = self.nodes * _cpu_sum(self.daemonsets) + self.pods_cpu_m + _cpu_sum(self.cluster_pods)
+        return used / (self.nodes * self.shape.allocatable_cpu_m)
+
+    def explain(self, what: str) -> list[str]:
+        """The arithmetic, one line per step; `what` names the pods (e.g. "Backend, targets and monitoring")."""
+        lines = _node_cpu_lines(self.shape, self.daemonsets)
+        lines += _wrapped(f"{what}: ", _listed(self.pods), f" = {self.pods_cpu_m}m")
+        if self.cluster_pods:
+            lines += _wrapped("Cluster pods that may land here too: ", _listed(self.cluster_pods),
+                              f" = {_cpu_sum(self.cluster_pods)}m")
+        total = self.pods_cpu_m + _cpu_sum(self.cluster_pods)
+        lines.append(
+            f"-> {self.nodes} node(s): {total}m of {self.nodes} x {self.free_cpu_m}m free, whatever node each pod "
+            f"lands on ({self.requested_cpu_fraction:.0%} of allocatable CPU requested)"
+        )
+        return lines
+
+
+def _fits_anywhere(shape: NodeShape, daemonsets, singles: list[PodRequest], nodes: int) -> bool:
+    """True when each pod finds a node whatever order and nodes the others got: a pod that found none would mean
+    every node has less than its request left, i.e. the others take more than nodes x (free - its request). Checked
+    for CPU, memory and pod count alike."""
+    free = (shape.allocatable_cpu_m - sum(d.cpu_m * d.replicas for d in daemonsets),
+            shape.allocatable_memory_mi - sum(d.memory_mi * d.replicas for d in daemonsets),
+            shape.max_pods - sum(d.replicas for d in daemonsets))
+    total = (sum(p.cpu_m for p in singles), sum(p.memory_mi for p in singles), len(singles))
+    for p in singles:
+        need = (p.cpu_m, p.memory_mi, 1)
+        for f, t, n in zip(free, total, need):
+            if n > f or t - n > nodes * (f - n):
+                return False
+    return True
+
+
+def plan_group(shape: NodeShape, pods: tuple[PodRequest, ...], *, daemonsets: tuple[PodRequest, ...] = EKS_DAEMONSETS,
+               cluster_pods: tuple[PodRequest, ...] = EKS_CLUSTER_PODS, max_nodes: int = 100) -> GroupPlan:
+    """Nodes of `shape` that hold `pods` and `cluster_pods` in every placement (CPU, memory, pod count): the fewest
+    for which `_fits_anywhere` proves it. That bound is exact for one node; for more, it may ask one node more than
+    the scheduler's worst placement needs, never one less."""
+    singles = [p for p in pods + cluster_pods for _ in range(p.replicas)]
+    free_cpu = shape.allocatable_cpu_m - _cpu_sum(daemonsets)
+    if too_big := [p.name for p in singles if not _fits_anywhere(shape, daemonsets, [p], 1)]:
+        raise SizingError(f"{', '.join(sorted(set(too_big)))} cannot fit an empty {shape.name} node ({free_cpu}m CPU "
+                          "left after DaemonSets); choose a bigger node type for them or give them less")
+    nodes = next((n for n in range(1, max_nodes + 1) if _fits_anywhere(shape, daemonsets, singles, n)), None)
+    if nodes is None:
+        raise SizingError(f"{max_nodes} {shape.name} nodes cannot hold {', '.join(_listed(pods))} in every "
+                          "placement; choose a bigger node type or give the pods less")
+    return GroupPlan(shape, daemonsets, pods, cluster_pods, nodes)
 
 
 def _set_partitions(items: list) -> list[list[list]]:

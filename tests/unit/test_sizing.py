@@ -1,6 +1,7 @@
 import pytest
 
 from loadtest import catalog, profiles, sizing
+from loadtest.sizing import PodRequest
 
 
 def plan(node_type, nodes, **kw):
@@ -82,4 +83,46 @@ def test_explanation_shows_each_step_of_the_arithmetic():
     text = "\n".join(plan("c5.xlarge", 2).explain())
     for part in ("capacity 4000m", "kube-reserved 80m", "allocatable 3920m", "425m", "free for pods 3495m",
                  "coredns 2 x 100m", "6 workers", "Pending"):
+        assert part in text
+
+
+def group(node_type, pods, **kw):
+    return sizing.plan_group(sizing.node_shape(catalog.get(node_type)), pods, **kw)
+
+
+def test_backend_targets_and_monitoring_fit_one_c5n_2xlarge():
+    pods = (PodRequest("backend", 1000, 128, replicas=3), PodRequest("nginx-ingress", 1000, 256),
+            PodRequest("haproxy", 1000, 512), PodRequest("prometheus", 250, 512))
+    p = group("c5n.2xlarge", pods)
+    assert p.nodes == 1
+    assert p.free_cpu_m == 7910 - 425 and p.pods_cpu_m == 5250
+
+
+def test_a_group_gets_the_fewest_nodes_that_hold_its_pods_in_every_placement():
+    """c5.large nodes have 1505m free after the DaemonSets."""
+    assert group("c5.large", (PodRequest("a", 1000, 0, replicas=2),), cluster_pods=()).nodes == 2
+    assert group("c5.large", (PodRequest("a", 700, 0, replicas=3),), cluster_pods=()).nodes == 2
+    assert group("c5.large", (PodRequest("a", 700, 0, replicas=2),), cluster_pods=()).nodes == 1
+    # CoreDNS counts as if it landed here: 2 x 700m + 2 x 100m no longer fit one node
+    assert group("c5.large", (PodRequest("a", 700, 0, replicas=2),)).nodes == 2
+
+
+def test_a_group_plan_holds_against_the_worst_placement_not_the_best():
+    """2 x 600m and 2 x 900m fit two c5.large nodes when packed 600 + 900 per node (3000m of 2 x 1505m), but a
+    scheduler that puts both 600m pods on one node and a 900m pod on the other leaves 305m and 605m: the second
+    900m pod stays Pending. Two nodes are therefore not enough."""
+    pods = (PodRequest("small", 600, 0, replicas=2), PodRequest("big", 900, 0, replicas=2))
+    assert group("c5.large", pods, cluster_pods=()).nodes > 2
+
+
+def test_a_group_pod_bigger_than_a_node_is_refused_with_its_name():
+    with pytest.raises(sizing.SizingError, match="nginx-ingress cannot fit an empty c5.large node"):
+        group("c5.large", (PodRequest("nginx-ingress", 2000, 256),))
+
+
+def test_group_explanation_counts_every_pod_and_the_nodes():
+    pods = (PodRequest("backend", 1000, 128, replicas=3), PodRequest("haproxy", 1000, 512))
+    text = "\n".join(group("c5n.2xlarge", pods).explain("Requested there"))
+    for part in ("capacity 8000m", "allocatable 7910m", "free for pods 7485m", "backend 3 x 1000m", "haproxy 1000m",
+                 "= 4000m", "coredns 2 x 100m", "-> 1 node(s): 4200m of 1 x 7485m free"):
         assert part in text
