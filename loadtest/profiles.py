@@ -3,8 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import catalog, sizing
+from . import catalog, chartpods, sizing
 from .sizing import PodRequest
+
+# What Locust loads in a node-type values file: the NGINX Ingress Controller. Both targets run there, so the other
+# one is a `--set locust.target=<name>` away.
+TARGET = "nginx"
 
 
 @dataclass(frozen=True)
@@ -17,9 +21,9 @@ class Profile:
     cluster_pods: tuple[PodRequest, ...]  # add-ons such as CoreDNS; the plan adds the master (and shared_backend)
     description: str
     # Where the backend, targets and monitoring run: their own node group, so they never take a worker's CPU
-    # (the NGINX method puts the Ingress Controller and the backend on nodes of their own).
+    # (the NGINX method puts the Ingress Controller and the backend on nodes of their own); its node count is
+    # what their requests need (target_plan).
     target_node_type: str | None = None
-    target_nodes: int = 0
     # On a single-node cluster the backend shares the node: one small replica, counted among the cluster pods.
     shared_backend: PodRequest | None = None
 
@@ -30,8 +34,40 @@ class Profile:
             self.shape, self.nodes, daemonsets=self.daemonsets, cluster_pods=self.cluster_pods + shared
         )
 
+    @property
+    def target_group(self) -> dict:
+        """The values that put every component but Locust (backend, both targets, monitoring) on the target node
+        group, all enabled; {} without one."""
+        if not self.target_node_type:
+            return {}
+        return {c: {"nodeType": self.target_node_type, "enabled": True} for c in chartpods.components()}
 
-TARGET_NODE_TYPE = "c5n.2xlarge"  # 8 vCPU, 10 Gbps baseline: the backend's 3 CPUs plus a target of up to 4
+    def target_group_plan(self, overrides: dict | None = None,
+                          extra: tuple[PodRequest, ...] = ()) -> sizing.GroupPlan | None:
+        """Nodes of the target node type that hold its pods, as the chart's values size them (with `overrides`,
+        e.g. a target's CPUs raised), the `extra` pods (e.g. the old pods of a rolling update) and the cluster pods
+        that may land there; None without a target group."""
+        if not self.target_node_type:
+            return None
+        values = chartpods.values(chartpods.merged(self.target_group, overrides or {}))
+        return sizing.plan_group(sizing.node_shape(catalog.get(self.target_node_type)),
+                                 chartpods.pods(values) + extra, daemonsets=self.daemonsets,
+                                 cluster_pods=self.cluster_pods)
+
+    @property
+    def target_plan(self) -> sizing.GroupPlan | None:
+        return self.target_group_plan()
+
+    @property
+    def target_nodes(self) -> int:
+        """Nodes the target node group needs (0 without one): the cluster layer creates that many."""
+        plan = self.target_plan
+        return plan.nodes if plan else 0
+
+
+# 8 vCPU, 10 Gbps baseline: on one node, the backend's 3 CPUs, both targets at 1 CPU and the monitoring, with room
+# for a target-cpus sweep to add a CPU (the header of each values file counts it).
+TARGET_NODE_TYPE = "c5n.2xlarge"
 
 
 def eks(node_type: str, nodes: int, description: str) -> Profile:
@@ -44,7 +80,6 @@ def eks(node_type: str, nodes: int, description: str) -> Profile:
         cluster_pods=sizing.EKS_CLUSTER_PODS,
         description=description,
         target_node_type=TARGET_NODE_TYPE,
-        target_nodes=1,
     )
 
 
