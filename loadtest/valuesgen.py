@@ -7,13 +7,13 @@ test fails when a committed file differs from what this module writes.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import textwrap
 from pathlib import Path
 
-import yaml
-
-from . import catalog, checks, generated, paths, scenarios, targets, units, usertest, valuesdoc, verdict
-from .profiles import PROFILES, Profile
+from . import catalog, chartpods, checks, generated, paths, scenarios, targets, units, usertest, verdict
+from .profiles import PROFILES, TARGET, Profile
 from .sizing import PodRequest
 
 
@@ -25,15 +25,17 @@ def master_resources(master: PodRequest) -> dict:
     }
 
 
+def describe(node_type: str) -> str:
+    i = catalog.get(node_type)
+    return (f"{i.name}: {i.vcpu} vCPU, {i.memory_gib:g} GiB, {i.max_pods} pods, {i.price_usd_hour} USD/h on demand, "
+            f"{i.network_gbps_baseline:g} Gbps baseline ({i.network_gbps_burst:g} burst)")
+
+
 def render(profile: Profile, origin: str | None = None) -> str:
     """The values file for a profile; `origin` replaces the first header line (who wrote the file, how)."""
     plan = profile.plan
     if profile.node_type:
-        i = catalog.get(profile.node_type)
-        node = (
-            f"{i.name}: {i.vcpu} vCPU, {i.memory_gib:g} GiB, {i.max_pods} pods, {i.price_usd_hour} USD/h on demand, "
-            f"{i.network_gbps_baseline:g} Gbps baseline ({i.network_gbps_burst:g} burst)"
-        )
+        node = describe(profile.node_type)
     else:
         node = f"any node with {profile.shape.cpu_m // 1000} CPUs and {profile.shape.memory_mi // 1024} GiB"
     header = [
@@ -49,6 +51,8 @@ def render(profile: Profile, origin: str | None = None) -> str:
     master = master_resources(plan.master)
     lines = [*(f"# {h}".rstrip() for h in header), "locust:"]
     lines.append(f"  nodeType: {json.dumps(profile.node_type or '')}")
+    if profile.target_group:
+        lines.append(f"  target: {TARGET}")
     lines += [
         "  master:",
         "    resources:",
@@ -63,12 +67,9 @@ def render(profile: Profile, origin: str | None = None) -> str:
         f"    cpu: {units.cpu(plan.worker_cpu_m)}",
         f"    memory: {units.memory(plan.worker_memory_mi)}",
     ]
-    for component in other_components():
-        if profile.target_node_type:
-            lines += [f"{component}:", f"  nodeType: {json.dumps(profile.target_node_type)}"]
-            if component == "monitoring":
-                # Grafana beside the run is the daily use; its pods live on the targets' node group, not the workers'.
-                lines.append("  enabled: true")
+    # The backend, both targets and the monitoring (Grafana beside the run is the daily use), on their node group.
+    for component, values in profile.target_group.items():
+        lines += [f"{component}:", *(f"  {key}: {json.dumps(value)}" for key, value in values.items())]
     if profile.shared_backend:
         b = profile.shared_backend
         lines += ["backend:", "  replicas: 1", "  resources:"]
@@ -79,19 +80,56 @@ def render(profile: Profile, origin: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def other_components(chart: Path = paths.CHART) -> list[str]:
-    """Subcharts other than Locust that place pods by `nodeType` (backend, targets, monitoring)."""
-    return [
-        sub.name for sub in valuesdoc.subcharts(chart)
-        if sub.name != "locust" and "nodeType" in (yaml.safe_load((sub / "values.yaml").read_text()) or {})
-    ]
+def sweep_room(profile: Profile, overrides: dict | None = None) -> int:
+    """The most CPUs a target-cpus sweep can step the loaded target (TARGET) to on the target node group's nodes,
+    with `overrides` (e.g. the other target off). Each step is a rolling update: until the new pods are ready, the
+    old ones run beside them (a Deployment's default surge: a quarter of the replicas, rounded up)."""
+    target = targets.get(TARGET)
+    component, key = target.cpu_value.split(".", 1)  # e.g. nginx, workerProcesses
+    values = chartpods.values(chartpods.merged(profile.target_group, overrides or {}))
+    cpus, replicas = int(values[component][key]), int(values[component]["replicas"])
+
+    def step_fits(to: int) -> bool:
+        raised = chartpods.merged(overrides or {}, {component: {key: to}})
+        (new,) = [p for p in chartpods.pods(chartpods.values(chartpods.merged(profile.target_group, raised)))
+                  if p.name == target.component]
+        old = dataclasses.replace(new, name=f"{new.name} (old)", cpu_m=new.cpu_m * (to - 1) // to,
+                                  replicas=-(-replicas // 4))
+        return profile.target_group_plan(raised, extra=(old,)).nodes <= profile.target_plan.nodes
+
+    while step_fits(cpus + 1):
+        cpus += 1
+    return cpus
+
+
+def sweep_note(profile: Profile) -> str:
+    """What a target-cpus sweep of the loaded target has room for on the target node group."""
+    value = targets.get(TARGET).cpu_value
+    component, key = value.split(".", 1)
+    room = sweep_room(profile)
+    as_is = f"up to {value}={room}" if room > int(chartpods.values(profile.target_group)[component][key]) \
+        else f"no room to raise {value}"
+    alone = "".join(f", up to {sweep_room(profile, {t: {'enabled': False}})} with --set {t}.enabled=false"
+                    for t in targets.TARGETS if t not in (TARGET, "backend"))
+    return (f"A target-cpus sweep runs each step's new {TARGET} pod beside the old one: on "
+            f"{profile.target_plan.nodes} node(s), {as_is}{alone}; beyond, add a target node")
 
 
 def placement_notes(profile: Profile) -> list[str]:
     if profile.target_node_type:
+        group = profile.target_plan
+        # The other proxies under test; the backend is a target too, loaded without a proxy in front.
+        others = [t for t in targets.TARGETS if t not in (TARGET, "backend")]
         return [
-            f"Backend, targets and monitoring run on their own node group ({profile.target_node_type} below), so",
-            "they never take a worker's CPU; point them elsewhere with --set <component>.nodeType=<type>.",
+            f"Target node group: {group.nodes} x {describe(profile.target_node_type)}",
+            "The backend, both targets and the monitoring run there, never on a worker's CPU (point one elsewhere",
+            "with --set <component>.nodeType=<type>); what they request comes from the charts' values:",
+            *group.explain("Requested there"),
+            *textwrap.wrap(sweep_note(profile), 112),
+            "",
+            f"Locust loads {TARGET} (locust.target: {TARGET}); "
+            + "; ".join(f"{t} runs beside it, a `--set locust.target={t}` away" for t in others),
+            "(`--set locust.target=backend` loads the backend without a proxy in front).",
             "Monitoring (Prometheus, Grafana, kube-state-metrics) is on: watch the run in Grafana.",
         ]
     b = profile.shared_backend

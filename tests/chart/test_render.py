@@ -8,10 +8,13 @@ import subprocess
 import pytest
 import yaml
 
-from loadtest import paths
+from loadtest import paths, profiles, units
 
 LOCUSTFILES = paths.CHART / "charts" / "locust" / "locustfiles"
 WORKER, MASTER, BACKEND = "lt-locust-worker", "lt-locust-master", "lt-backend"
+# The one pod with its ServiceAccount's token mounted: the NGINX Ingress Controller reads Ingresses and Services from
+# the API (charts/nginx/templates/rbac.yaml; test_targets_chart checks what it may read).
+TOKEN_HOLDERS = {"Deployment/lt-nginx-ingress"}
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 # Feature combinations rendered on top of the defaults, each checked like a values file.
@@ -64,9 +67,10 @@ def test_kubeconform_rejects_an_invalid_object(kubeconform, schema_location, tmp
 
 
 def assert_restricted(where: str, spec: dict):
-    """Pod Security Standard "restricted", plus a read-only root filesystem and resources on every container."""
+    """Pod Security Standard "restricted", plus a read-only root filesystem and resources on every container, and no
+    API token unless the pod is one of TOKEN_HOLDERS."""
     pod = spec.get("securityContext", {})
-    assert spec.get("automountServiceAccountToken") is False, where
+    assert spec.get("automountServiceAccountToken") is (where in TOKEN_HOLDERS), where
     for host in ("hostNetwork", "hostPID", "hostIPC"):
         assert not spec.get(host), f"{where}: {host}"
     for volume in spec.get("volumes", []):
@@ -132,6 +136,37 @@ def test_node_types_and_extra_selectors(helm):
     assert master == {INSTANCE_TYPE: "c5.xlarge"}
     backend = rendered.get("Deployment", BACKEND)["spec"]["template"]["spec"]["nodeSelector"]
     assert backend == {INSTANCE_TYPE: "c5.large"}
+
+
+def pod_requests(spec: dict) -> tuple[int, int]:
+    """(CPU m, memory MiB) of a pod as the scheduler counts it: its containers' sum, or its largest init container's."""
+    def of(container: dict) -> tuple[int, int]:
+        requests = container["resources"]["requests"]
+        return units.parse_cpu_m(requests["cpu"]), units.parse_memory_mi(requests["memory"])
+
+    containers = [of(c) for c in spec["containers"]]
+    inits = [of(c) for c in spec.get("initContainers", [])]
+    return tuple(max([sum(r[i] for r in containers), *(r[i] for r in inits)]) for i in (0, 1))
+
+
+@pytest.mark.parametrize("profile", [p for p in profiles.PROFILES if p.target_node_type], ids=lambda p: p.file)
+def test_the_header_counts_what_the_chart_renders_on_the_target_node_group(helm, profile):
+    """The values file's header sums the target node group's requests from the charts' values (loadtest.chartpods):
+    they must be what the templates make of them, pod by pod, and every pod but Locust's must go to that group."""
+    rendered = helm.render(paths.VALUES / profile.file)
+    placed = {}
+    for d in rendered.docs:
+        if d["kind"] not in ("Deployment", "StatefulSet"):
+            continue
+        template = d["spec"]["template"]
+        component = template["metadata"]["labels"]["app.kubernetes.io/component"]
+        node_type = template["spec"].get("nodeSelector", {}).get(INSTANCE_TYPE)
+        if component.startswith("locust-"):
+            assert node_type == profile.node_type, component
+            continue
+        assert node_type == profile.target_node_type, f"{component} is not on the target node group"
+        placed[component] = (d["spec"].get("replicas", 1), *pod_requests(template["spec"]))
+    assert placed == {p.name: (p.replicas, p.cpu_m, p.memory_mi) for p in profile.target_plan.pods}
 
 
 def test_workers_spread_over_nodes(helm):

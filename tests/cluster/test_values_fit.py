@@ -1,19 +1,22 @@
-"""Every values file fits the node group it is sized for, as the real scheduler places it, and tightly.
+"""Every values file fits the node groups it is sized for, as the real scheduler places it, and tightly.
 
-For each values/<file>: its node group (catalog capacity and allocatable, EKS DaemonSets, CoreDNS), a restricted
-namespace, `helm install --wait`: all pods Running and the planned workers; one worker more stays Pending for lack
-of CPU; `helm test` passes; `helm uninstall` leaves nothing behind.
+For each values/<file>: its node group (catalog capacity and allocatable, EKS DaemonSets, CoreDNS) and, for a node
+type's file, the target node group with as many nodes as its header states; a restricted namespace, `helm install
+--wait`: all pods Running (the backend, both targets and the monitoring included), Locust's on the generator nodes
+and the others on the target nodes, requesting there what the header counts; the planned workers; one worker more
+stays Pending for lack of CPU; `helm test` passes; `helm uninstall` leaves nothing behind.
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 
 import pytest
 import yaml
 
-from loadtest import paths, profiles
-from loadtest.runtime.cluster import pods
+from loadtest import paths, profiles, units
+from loadtest.runtime.cluster import NODE_GROUP_LABEL, pods
 from scheduling import assert_all_running, failed_scheduling_events, wait_scheduling_settled
 
 RELEASE = "lt"
@@ -39,6 +42,21 @@ def wait_for_event(cluster, namespace: str, pod: str, text: str, timeout: float 
         time.sleep(0.2)
 
 
+def header_target_group(values_file: str) -> tuple[int, str] | None:
+    """(nodes, node type) of the target node group the file's header states, None if it states none."""
+    found = re.search(r"^# Target node group: (\d+) x ([\w.]+):", (paths.VALUES / values_file).read_text(), re.M)
+    return (int(found.group(1)), found.group(2)) if found else None
+
+
+def cpu_request_m(pod: dict) -> int:
+    """A pod's CPU request as the scheduler counts it: its containers' sum, or its largest init container's."""
+    def cpu(container: dict) -> int:
+        return units.parse_cpu_m(container.get("resources", {}).get("requests", {}).get("cpu", 0))
+
+    spec = pod["spec"]
+    return max([sum(cpu(c) for c in spec["containers"]), *(cpu(c) for c in spec.get("initContainers", []))])
+
+
 def leftovers(cluster, namespace: str) -> list[str]:
     out = cluster.kubectl("get", RELEASE_KINDS, "-n", namespace, "-l", RELEASE_SELECTOR, "-o", "name")
     return out.split()
@@ -55,17 +73,30 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
     assert planned == profile.plan.replicas, "values file is stale: run `loadtest values`"
     nodes = node_group(profile)
     values = str(paths.VALUES / values_file)
+    stated = header_target_group(values_file)
+    target_nodes = [n["metadata"]["name"] for n in
+                    cluster.api_get("/api/v1/nodes", labelSelector=f"{NODE_GROUP_LABEL}=targets")["items"]]
+    if profile.target_node_type:
+        assert stated == (profile.target_nodes, profile.target_node_type), "values file is stale: run `loadtest values`"
+        assert len(target_nodes) == profile.target_nodes, "the target node group must have the nodes the header states"
+    else:
+        assert stated is None and not target_nodes
 
     helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", values,
          "--wait", "--timeout", "120s")
     running = assert_all_running(cluster, namespace, RELEASE_SELECTOR)
     assert len(pods(cluster, namespace, WORKER_SELECTOR)) == planned
-    workers = pods(cluster, namespace, WORKER_SELECTOR)
-    assert {p["spec"]["nodeName"] for p in workers} <= set(nodes), "workers must run on the generator node group"
+    locust = [p for p in running if p["metadata"]["labels"].get("app.kubernetes.io/name") == "locust"]
+    assert {p["spec"]["nodeName"] for p in locust} <= set(nodes), "Locust must run on the generator node group"
     if profile.target_node_type:
-        others = [p for p in running if p["metadata"]["labels"].get("app.kubernetes.io/name") != "locust"]
-        assert others and not {p["spec"]["nodeName"] for p in others} & set(nodes), \
-            "backend pods must stay off the generator nodes"
+        others = [p for p in running if p not in locust]
+        components = {p["metadata"]["labels"]["app.kubernetes.io/component"] for p in others}
+        assert {p.name for p in profile.target_plan.pods} == components, "the header counts other pods than run"
+        assert {"nginx-ingress", "haproxy", "backend", "prometheus"} <= components
+        misplaced = sorted(p["metadata"]["name"] for p in others if p["spec"]["nodeName"] not in target_nodes)
+        assert not misplaced, f"{misplaced} must run on the target node group"
+        requested = sum(cpu_request_m(p) for p in others)
+        assert requested == profile.target_plan.pods_cpu_m, "the header's sum differs from what the pods request"
 
     # Tight, not lucky: one worker more than planned finds no node with the CPU for it.
     helm("upgrade", RELEASE, str(paths.CHART), "-n", namespace, "-f", values,
@@ -90,13 +121,32 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
     assert leftovers(cluster, namespace) == []
 
 
-@pytest.mark.parametrize("values_file", VALUES_FILES)
-def test_rendered_chart_passes_strict_server_side_validation(values_file, cluster, namespace, helm):
-    manifest = helm("template", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / values_file))
+def strict_apply(cluster, namespace: str, objects: list[dict], *dry_run: str) -> None:
     result = subprocess.run(
-        cluster.kubectl_argv("apply", "-n", namespace, "--dry-run=server", "--validate=strict", "-f", "-"),
-        input=manifest, capture_output=True, text=True, timeout=60,
+        cluster.kubectl_argv("apply", "-n", namespace, *dry_run, "--validate=strict", "-f", "-"),
+        input=yaml.safe_dump_all(objects), capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 0, result.stderr
     # Warnings include Pod Security violations of Deployments, which are only enforced on their pods.
     assert "Warning" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("values_file", VALUES_FILES)
+def test_rendered_chart_passes_strict_server_side_validation(values_file, cluster, namespace, helm):
+    manifest = helm("template", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / values_file))
+    docs = [d for d in yaml.safe_load_all(manifest) if d]
+    # The NGINX Ingress Controller's TLS Secret lives in a namespace the release creates, which a dry run would not:
+    # the chart's Namespace objects are applied for real first (strictly too), and go at the end.
+    namespaces = [d for d in docs if d["kind"] == "Namespace"]
+    by_namespace: dict[str, list[dict]] = {}
+    for d in docs:
+        if d["kind"] != "Namespace":
+            by_namespace.setdefault(d["metadata"].get("namespace", namespace), []).append(d)
+    try:
+        if namespaces:
+            strict_apply(cluster, namespace, namespaces)
+        for objects_namespace, objects in by_namespace.items():
+            strict_apply(cluster, objects_namespace, objects, "--dry-run=server")
+    finally:
+        for d in namespaces:
+            cluster.kubectl("delete", "namespace", d["metadata"]["name"], "--ignore-not-found", "--wait=false")
