@@ -97,6 +97,8 @@ def run_release(args, judged: list[checks.Check]) -> int:
     try:
         result = releaserun.run(target, args.users, args.spawn_rate, run_time_s, out)
     except (KeyboardInterrupt, RunFailed) as e:
+        if not out.exists():  # nothing started: nothing to keep
+            raise
         why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e).splitlines()[0]
         figures = locuststats.figures(out / "stats.json")
         runresult.write(runresult.RunReport(result.conditions, started, time.time(), figures,

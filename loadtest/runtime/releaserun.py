@@ -74,7 +74,6 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
         "spawn rate": f"{spawn_rate or users:g}/s", "run time": f"{run_time_s} s",
         "versions": f"chart {paths.chart_version(paths.CHART)}, Locust image {locust.get('image', {}).get('tag')}",
     })
-    out.mkdir(parents=True, exist_ok=True)
     credentials = release.web_credentials()
     with contextlib.ExitStack() as stack:
         progress(f"port-forwarding to release {release.name}'s Locust master"
@@ -88,6 +87,7 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
                             "in the web UI first")
         started = time.time()
         steady_from = None
+        out.mkdir(parents=True, exist_ok=True)  # only now: a run refused before it started leaves no folder
         try:
             web.swarm(users, spawn_rate or users)
             progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {workers} worker(s), "
