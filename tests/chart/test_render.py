@@ -230,6 +230,19 @@ def test_workers_join_the_master(helm):
     assert workers["selector"] == ui["selector"]
 
 
+def test_a_new_master_brings_new_workers_and_only_then(helm):
+    """Workers stay bound to the master pod they met; an upgrade that replaces it replaces them too."""
+    def checksum(*sets):
+        worker = helm.render(None, *sets).get("Deployment", WORKER)
+        return worker["spec"]["template"]["metadata"]["annotations"]["checksum/master"]
+
+    autostart = checksum(*VARIANTS["autostart"])
+    assert checksum(*VARIANTS["autostart"], "--set", "locust.autostart.users=500") != autostart
+    # Worker CPU, or the replicas in interactive mode, leave the master's pod as it is: the workers keep it.
+    assert checksum(*VARIANTS["autostart"], "--set", "locust.worker.cpu=500m") == autostart
+    assert checksum("--set", "locust.worker.replicas=2") == checksum("--set", "locust.worker.replicas=3")
+
+
 def test_locustfiles_configmap_holds_exactly_the_locustfiles(helm):
     rendered = helm.render()
     configmap = rendered.get("ConfigMap", "lt-locustfiles")
