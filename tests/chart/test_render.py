@@ -4,11 +4,15 @@ from __future__ import annotations
 import base64
 import re
 import subprocess
+import sys
 
 import pytest
 import yaml
 
 from loadtest import paths, profiles, units
+
+sys.path.insert(0, str(paths.LOCUSTFILES))
+import loadtest_metrics  # noqa: E402  (the worker's readiness file, named where the plugin reads it)
 
 LOCUSTFILES = paths.CHART / "charts" / "locust" / "locustfiles"
 WORKER, MASTER, BACKEND = "lt-locust-worker", "lt-locust-master", "lt-backend"
@@ -228,6 +232,15 @@ def test_workers_join_the_master(helm):
     ui = rendered.get("Service", MASTER)["spec"]
     assert [(p["name"], p["port"]) for p in ui["ports"]] == [("web", 8089)]
     assert workers["selector"] == ui["selector"]
+
+
+def test_a_worker_is_ready_once_the_master_accepted_it(helm):
+    """The probe reads the file the plugin creates on the master's "ack", where the worker's env tells it to."""
+    worker = helm.render().get("Deployment", WORKER)["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in worker["env"]}
+    assert worker["readinessProbe"]["exec"]["command"] == ["cat", env[loadtest_metrics.READY_FILE_ENV]]
+    assert env[loadtest_metrics.READY_FILE_ENV].startswith("/tmp/")  # the writable emptyDir
+    assert "/tmp" in [m["mountPath"] for m in worker["volumeMounts"]]
 
 
 def test_a_new_master_brings_new_workers_and_only_then(helm):

@@ -248,6 +248,22 @@ def test_web_ui_mode_serves_metrics_on_the_ui_behind_its_login_and_on_the_metric
                        'locust_workers{state="ready"} 1.0', "process_cpu_seconds_total"):
             assert sample in on_ui
 
+def test_a_worker_marks_itself_ready_only_once_the_master_accepted_it(tmp_path):
+    """The chart's worker readiness: no file while the master is not there yet, the file once it answered."""
+    ready = tmp_path / "connected"
+    with Processes(tmp_path) as procs:
+        locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile,
+                        env={loadtest_metrics.READY_FILE_ENV: str(ready)})
+        locust.start_workers(1)
+        time.sleep(3)  # the worker has started and sent its first "client_ready" into the void
+        assert not ready.exists()
+        locust.start_master("--host", "http://127.0.0.1:9", web=False)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S  # the worker retries every 5 s (Locust's CONNECT_TIMEOUT)
+        while not ready.exists():
+            assert time.monotonic() < deadline, procs.log_tail("locust-worker-0")
+            time.sleep(0.2)
+
+
 PANEL_QUERIES = [(b, p, e) for b, p, e in dashboards.all_panel_queries() if not dashboards.needs_cluster(e)]
 CLUSTER_QUERIES = [(b, p, e) for b, p, e in dashboards.all_panel_queries() if dashboards.needs_cluster(e)]
 

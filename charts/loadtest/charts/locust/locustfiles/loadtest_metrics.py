@@ -10,6 +10,8 @@ Locust already sends each worker's CPU and memory to the master with its heartbe
 report it sends every 3 s, its CPU limit (the CFS quota of its cgroup: what Kubernetes sets from resources.limits)
 and how many CPU warnings it raised, so the master can say how close every worker is to its ceiling. A worker told to
 stop by SIGTERM (its pod deleted) sends one last report before it quits, so its last seconds of requests count.
+With LOADTEST_WORKER_READY_FILE set, a worker creates that file once the master has accepted it: the chart's
+readiness probe, so a rolling update removes an old worker only after its replacement joined the run.
 
 The master's web UI also serves the run's statistics as Locust's --json-file writes them, at /loadtest/stats.json,
 for a run driven through the web UI (`loadtest run --release`).
@@ -51,6 +53,7 @@ except ImportError:  # workers do not need it: only the master serves metrics
     prometheus_client = None
 
 PORT_ENV = "LOADTEST_METRICS_PORT"
+READY_FILE_ENV = "LOADTEST_WORKER_READY_FILE"
 # The run's statistics in Locust's --json-file format, on the web UI (behind its login).
 STATS_JSON_ROUTE = "/loadtest/stats.json"
 # Key of this plugin's part of a worker's stats report.
@@ -119,6 +122,11 @@ def cpu_limit_cores(proc: Path = Path("/proc/self")) -> float | None:
 
 
 def _register_worker(environment) -> None:
+    # Locust's worker connects (the master's "ack") before init fires. Ready before that, a rolling update would stop
+    # the old worker first, and the master stops the run when its last worker quits.
+    ready_file = os.environ.get(READY_FILE_ENV)
+    if ready_file and environment.runner.connected:
+        Path(ready_file).touch()
     warnings = 0
 
     @environment.events.cpu_warning.add_listener
