@@ -38,6 +38,27 @@ def wait_for_namespace_deletion() -> bool:
     return True
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries its namespace's pods and the Locust pods' last log lines: on a real node the
+    why (a worker that never connected, a master that stopped the swarm) is in the logs, gone with the namespace."""
+    outcome = yield
+    report = outcome.get_result()
+    cluster = item.funcargs.get("cluster")
+    namespace = item.funcargs.get("namespace") or item.funcargs.get("module_namespace")
+    if report.when != "call" or not report.failed or not isinstance(cluster, Cluster) or not namespace:
+        return
+    try:
+        text = cluster.kubectl("get", "pods", "-n", namespace, "-o", "wide")
+        for component in ("locust-master", "locust-worker"):
+            text += f"\n--- {component}\n" + cluster.kubectl(
+                "logs", "-n", namespace, "-l", f"app.kubernetes.io/component={component}", "--tail=40",
+                "--prefix", "--all-containers", "--ignore-errors")
+    except ClusterError as error:
+        text = str(error)
+    report.sections.append(("namespace at failure", text))
+
+
 def install(helm, namespace: str, *sets: str, release: str = "lt") -> None:
     """helm install the local values with the real node's overlay, plus `sets` (--set a=b ...)."""
     files = [arg for f in VALUES for arg in ("-f", str(f))]
