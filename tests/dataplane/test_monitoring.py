@@ -248,6 +248,7 @@ def test_web_ui_mode_serves_metrics_on_the_ui_behind_its_login_and_on_the_metric
                        'locust_workers{state="ready"} 1.0', "process_cpu_seconds_total"):
             assert sample in on_ui
 
+
 def test_a_worker_marks_itself_ready_only_once_the_master_accepted_it(tmp_path):
     """The chart's worker readiness: no file while the master is not there yet, the file once it answered."""
     ready = tmp_path / "connected"

@@ -122,10 +122,10 @@ def cpu_limit_cores(proc: Path = Path("/proc/self")) -> float | None:
 
 
 def _register_worker(environment) -> None:
-    # Locust's worker connects (the master's "ack") before init fires. Ready before that, a rolling update would stop
-    # the old worker first, and the master stops the run when its last worker quits.
-    ready_file = os.environ.get(READY_FILE_ENV)
-    if ready_file and environment.runner.connected:
+    # Init fires once the worker is connected (Locust's WorkerRunner waits for the master's "ack" as it is made).
+    # Ready before that, a rolling update would stop the old worker first, and the master stops the run when its last
+    # worker quits.
+    if ready_file := os.environ.get(READY_FILE_ENV):
         Path(ready_file).touch()
     warnings = 0
 
