@@ -88,12 +88,13 @@ def bench_install(cluster: localcluster.Cluster) -> None:
 
 def bench_many_pods(cluster: localcluster.Cluster) -> None:
     localcluster.delete_nodes(cluster)
+    localcluster.delete_addons(cluster)
     profile = localcluster.profile_for(MANY_PODS_NODE_TYPE, MANY_NODES)
-    localcluster.install_addons(cluster, profile)
     started = time.monotonic()
     names = localcluster.create_nodes(cluster, profile.shape, MANY_NODES, "bench")
     localcluster.wait_nodes_ready(cluster, names)
     report(f"{MANY_NODES} x {MANY_PODS_NODE_TYPE} nodes created -> Ready", time.monotonic() - started)
+    localcluster.install_addons(cluster, profile)
     report(f"add-ons on {MANY_NODES} nodes ({len(profile.daemonsets) * MANY_NODES} DaemonSet pods) ready",
            timed(lambda: localcluster.wait_addons_ready(cluster, profile, names, timeout=300)))
 

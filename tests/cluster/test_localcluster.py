@@ -1,11 +1,16 @@
 """The simulated node groups look like EKS to the scheduler, and the fit check explains what does not fit."""
 from __future__ import annotations
 
+import json
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import yaml
 
 from loadtest import commands, paths, profiles, sizing
-from loadtest.runtime.cluster import ADDON_LABEL, COMPONENTS, NODE_GROUP_LABEL, pods
+from loadtest.runtime.cluster import ADDON_LABEL, COMPONENTS, NODE_GROUP_LABEL, pods, use_node_group
+from loadtest.runtime.cluster.nodegroups import LEASES
 from scheduling import assert_all_running, wait_scheduling_settled
 from loadtest.units import parse_cpu_m, parse_memory_mi
 
@@ -49,6 +54,77 @@ def test_every_node_carries_the_daemonset_overhead_the_sizing_assumes(cluster, n
         assert requested == PROFILE.plan.daemonset_cpu_m, name
     coredns = [p for p in system_pods if _is_cluster_pod(p)]
     assert len(coredns) == sum(p.replicas for p in PROFILE.cluster_pods)
+
+
+def test_add_ons_go_on_a_node_only_after_its_lease_is_made(cluster, node_group):
+    """A node group switch makes each node's lease, then the add-ons (why: wait_nodes_ready). The apiserver's
+    events, in etcd's order, show every add-on pod meant for a node after the lease made for it, and the lease is
+    owned by that node."""
+    node_group(PROFILE)
+    since = {path: cluster.api_get(path)["metadata"]["resourceVersion"] for path in (LEASES, ADDON_PODS)}
+    with ThreadPoolExecutor(2) as pool:
+        watches = {path: pool.submit(_events, cluster, path, rv) for path, rv in since.items()}
+        use_node_group(cluster, PROFILE)  # the same names again, as when a test switches back to a node group
+        lease_events, pod_events = watches[LEASES].result(), watches[ADDON_PODS].result()
+    nodes = {n["metadata"]["name"]: n["metadata"]["uid"] for n in _simulated_nodes(cluster)}
+    lease_made = {lease["metadata"]["name"]: int(lease["metadata"]["resourceVersion"])
+                  for kind, lease in lease_events if kind == "ADDED"}
+    assert sorted(lease_made) == sorted(nodes), "every node made anew gets a lease made anew"
+    made = {pod["metadata"]["uid"] for kind, pod in pod_events if kind == "ADDED"}  # not the old nodes' pods
+    first_meant = {}
+    for _, pod in pod_events:
+        node = _node_meant(pod)
+        if node in nodes and pod["metadata"]["uid"] in made:
+            first_meant.setdefault((pod["metadata"]["name"], node), int(pod["metadata"]["resourceVersion"]))
+    assert first_meant, "the switch made no add-on pods"
+    early = [f"{pod} on {node}" for (pod, node), rv in first_meant.items() if rv < lease_made[node]]
+    assert early == [], "add-on pods meant for a node before its lease was made"
+    leases = {lease["metadata"]["name"]: lease for lease in cluster.api_get(LEASES)["items"]}
+    for name, uid in nodes.items():
+        assert [o["uid"] for o in leases[name]["metadata"].get("ownerReferences", [])] == [uid], name
+
+
+def test_the_addons_stay_off_a_node_no_group_simulates(cluster, node_group):
+    """A real node beside the simulated ones (`loadtest cluster up --real-node`) runs its own kube-system."""
+    other = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "not-simulated"},
+             "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    cluster.apply([other])
+    try:
+        use_node_group(cluster, PROFILE)
+        node_group(PROFILE)
+        meant = [p["metadata"]["name"] for p in pods(cluster, "kube-system", ADDON_LABEL)
+                 if _node_meant(p) == "not-simulated"]
+        assert meant == []
+    finally:
+        cluster.kubectl("delete", "node", "not-simulated", "--wait=true")
+        cluster.kubectl("delete", "pod", "-n", "kube-system", "-l", ADDON_LABEL, "--field-selector",
+                        "spec.nodeName=not-simulated", "--force", "--grace-period=0", "--ignore-not-found")
+
+
+ADDON_PODS = f"/api/v1/namespaces/kube-system/pods?labelSelector={ADDON_LABEL}"
+
+
+def _events(cluster, path: str, since: str, seconds: int = 15) -> list[tuple[str, dict]]:
+    """The apiserver's events on `path` after resourceVersion `since`, for `seconds`, in their order."""
+    separator = "&" if "?" in path else "?"
+    url = f"{cluster.api.server}{path}{separator}watch=1&resourceVersion={since}&timeoutSeconds={seconds}"
+    with urllib.request.urlopen(url, context=cluster.api.tls, timeout=seconds + 15) as stream:
+        return [(event["type"], event["object"]) for event in map(json.loads, stream)]
+
+
+def _node_meant(pod: dict) -> str | None:
+    """The node a pod is bound to, or the one its DaemonSet means it for (the scheduler binds it there)."""
+    if node := pod["spec"].get("nodeName"):
+        return node
+    terms = pod["spec"].get("affinity", {}).get("nodeAffinity", {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+    names = [v for t in terms for f in t.get("matchFields", []) if f["key"] == "metadata.name" for v in f["values"]]
+    return names[0] if names else None
+
+
+def _simulated_nodes(cluster) -> list[dict]:
+    return cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
 
 
 def _is_cluster_pod(pod: dict) -> bool:

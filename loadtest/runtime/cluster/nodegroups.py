@@ -16,6 +16,7 @@ ADDON_LABEL = "loadtest.dev/addon"
 REGION = "us-east-1"
 # Never pulled: KWOK runs no containers, but pods need an image name.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
 def node_objects(shape: sizing.NodeShape, count: int, group: str) -> list[dict]:
@@ -59,6 +60,9 @@ def _pod_template(pod: sizing.PodRequest, priority_class: str) -> dict:
         "metadata": {"labels": {"app.kubernetes.io/name": pod.name, ADDON_LABEL: "true"}},
         "spec": {
             "priorityClassName": priority_class,
+            # Simulated nodes only: a real node beside them runs its own kube-system.
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": NODE_GROUP_LABEL, "operator": "Exists"}]}]}}},
             "tolerations": [{"operator": "Exists"}],
             "containers": [{"name": pod.name, "image": PAUSE_IMAGE, "resources": _resources(pod)}],
         },
@@ -85,8 +89,9 @@ def addon_objects(profile: profiles.Profile) -> list[dict]:
     return daemonsets + deployments
 
 
-def delete_nodes(cluster: Cluster) -> None:
-    """Remove every simulated node, and the pods bound to them (no kubelet is left to confirm their deletion)."""
+def delete_nodes(cluster: Cluster, timeout: float = 60) -> None:
+    """Remove every simulated node, the pods bound to them (no kubelet is left to confirm their deletion) and
+    their leases, so a new node of the same name gets a lease of its own."""
     nodes = cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
     names = {n["metadata"]["name"] for n in nodes}
     if not names:
@@ -101,12 +106,24 @@ def delete_nodes(cluster: Cluster) -> None:
         cluster.kubectl("delete", "pod", "-n", namespace, "--force", "--grace-period=0", "--ignore-not-found",
                         "--wait=false", *pods_on_nodes)
 
+    # Not left to the garbage collector: a lease KWOK made before it knew its node's UID has no owner.
+    cluster.kubectl("delete", "lease", "-n", "kube-node-lease", "--ignore-not-found", *sorted(names))
 
-def install_addons(cluster: Cluster, profile: profiles.Profile) -> None:
-    """Make kube-system's simulated add-ons exactly the profile's (another profile may have put others there)."""
-    # Foreground: the old pods are gone before a new DaemonSet or ReplicaSet of the same name appears.
+    def leases_left() -> list[str]:
+        return sorted(names & {lease["metadata"]["name"] for lease in cluster.api_get(LEASES)["items"]})
+
+    wait_for("the deleted nodes' leases to be gone", lambda: not leases_left(), timeout,
+             lambda: f"left: {', '.join(leases_left())}")
+
+
+def delete_addons(cluster: Cluster) -> None:
+    """Remove the simulated add-ons; foreground, so their pods are gone before one of the same name appears."""
     cluster.kubectl("delete", "daemonset,deployment", "-n", "kube-system", "-l", ADDON_LABEL,
                     "--cascade=foreground", "--ignore-not-found", "--timeout=60s")
+
+
+def install_addons(cluster: Cluster, profile: profiles.Profile) -> None:
+    """Give kube-system the profile's simulated add-ons. Call it once the nodes are Ready (wait_nodes_ready)."""
     cluster.apply(addon_objects(profile))
 
 
@@ -117,12 +134,22 @@ def create_nodes(cluster: Cluster, shape: sizing.NodeShape, count: int, group: s
 
 
 def wait_nodes_ready(cluster: Cluster, names: list[str], timeout: float = 60) -> None:
+    """Wait until KWOK has made each node Ready and holds the lease it created for that very node.
+
+    KWOK plays a pod's stages only on a node whose lease its cache shows as held: a pod bound while the lease is in
+    flight is skipped for good, and a lease left by an earlier node of the same name is collected under it. So pods
+    go onto the nodes only after this (seen as a DaemonSet pod Pending forever, one switch in about 25).
+    """
     def not_ready() -> list[str]:
         nodes = cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
-        return sorted(set(names) - {n["metadata"]["name"] for n in nodes if ready(n)})
+        owners = {lease["metadata"]["name"]: {o["uid"] for o in lease["metadata"].get("ownerReferences", [])}
+                  for lease in cluster.api_get(LEASES)["items"] if lease["spec"].get("holderIdentity")}
+        done = {n["metadata"]["name"] for n in nodes
+                if ready(n) and n["metadata"]["uid"] in owners.get(n["metadata"]["name"], set())}
+        return sorted(set(names) - done)
 
-    wait_for(f"{len(names)} nodes to be Ready", lambda: not not_ready(), timeout,
-             lambda: f"not Ready: {', '.join(not_ready())}; see {cluster.log('kwok')}")
+    wait_for(f"{len(names)} nodes to be Ready with their leases", lambda: not not_ready(), timeout,
+             lambda: f"not Ready or without a lease: {', '.join(not_ready())}; see {cluster.log('kwok')}")
 
 
 def wait_addons_ready(cluster: Cluster, profile: profiles.Profile, nodes: list[str], timeout: float = 60) -> None:
@@ -132,9 +159,15 @@ def wait_addons_ready(cluster: Cluster, profile: profiles.Profile, nodes: list[s
     """
     def missing() -> list[str]:
         running: dict[str, list[str]] = {}
+        others: dict[str, list[str]] = {}  # the add-ons' pods that are not Running, to say what became of them
         for p in pods(cluster, "kube-system", ADDON_LABEL):
-            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp"):
-                running.setdefault(p["metadata"]["labels"]["app.kubernetes.io/name"], []).append(p["spec"]["nodeName"])
+            name, node = p["metadata"]["labels"]["app.kubernetes.io/name"], p["spec"].get("nodeName")
+            deleting = bool(p["metadata"].get("deletionTimestamp"))
+            if p["status"].get("phase") == "Running" and not deleting:
+                running.setdefault(name, []).append(node)
+            else:
+                others.setdefault(name, []).append(f"{p['metadata']['name']} {p['status'].get('phase')}"
+                                                   f"{' deleting' if deleting else ''} on {node or 'no node'}")
         out = []
         for ds in profile.daemonsets:
             if lacking := sorted(set(nodes) - set(running.get(ds.name, []))):
@@ -142,9 +175,14 @@ def wait_addons_ready(cluster: Cluster, profile: profiles.Profile, nodes: list[s
         for pod in profile.cluster_pods:
             if len(running.get(pod.name, [])) != pod.replicas:
                 out.append(f"{pod.name} {len(running.get(pod.name, []))} of {pod.replicas} Running")
+        if out and others:
+            out.append(f"not Running: {', '.join(sum(others.values(), []))}")
         return out
 
-    wait_for("kube-system add-ons to be Running", lambda: not missing(), timeout, lambda: "; ".join(missing()))
+    def describe() -> str:
+        return f"{'; '.join(missing())}; see {cluster.log('kwok')}"
+
+    wait_for("kube-system add-ons to be Running", lambda: not missing(), timeout, describe)
 
 
 def use_node_group(cluster: Cluster, profile: profiles.Profile, count: int | None = None,
@@ -152,13 +190,14 @@ def use_node_group(cluster: Cluster, profile: profiles.Profile, count: int | Non
     """Replace the cluster's nodes and add-ons with the node group `profile` is sized for, plus the node group its
     backend and targets run on; returns the generator node names."""
     delete_nodes(cluster)
-    install_addons(cluster, profile)
+    delete_addons(cluster)
     names = create_nodes(cluster, profile.shape, count or profile.nodes, Path(profile.file).stem)
     others = []
     if profile.target_node_type:
         target_shape = sizing.node_shape(catalog.get(profile.target_node_type))
         others = create_nodes(cluster, target_shape, profile.target_nodes, "targets")
     wait_nodes_ready(cluster, names + others, timeout)
+    install_addons(cluster, profile)
     wait_addons_ready(cluster, profile, names + others, timeout)
     return names
 
