@@ -56,33 +56,20 @@ def bench_builds(relink: bool, cold: bool) -> None:
     report("install-cluster-tools, everything up to date", timed(install_tools))
 
 
-def wait_all_running(cluster: localcluster.Cluster, namespace: str, selector: str, expected: int,
-                     timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        pods = localcluster.pods(cluster, namespace, selector)
-        if len(pods) == expected and all(p["status"].get("phase") == "Running" for p in pods):
-            return
-        if time.monotonic() > deadline:
-            raise localcluster.ClusterError(f"{namespace}: not all {expected} pods Running after {timeout} s")
-        time.sleep(0.2)
-
-
 def bench_install(cluster: localcluster.Cluster) -> None:
     profile = profiles.by_file(INSTALL_PROFILE)
     report(f"node group for {INSTALL_PROFILE} ({profile.nodes} nodes + add-ons) ready",
            timed(lambda: localcluster.use_node_group(cluster, profile)))
     cluster.kubectl("create", "namespace", "bench-install")
-    expected = profile.plan.replicas + 1 + 3  # workers, the master and the backend's 3 replicas
     helm = [tools.find("helm"), "--kubeconfig", str(cluster.kubeconfig)]
 
     def install() -> None:
-        subprocess.run([*helm, "install", "lt", str(paths.CHART), "-n", "bench-install",
+        # --wait: every workload the file turns on (Locust, backend, targets, monitoring) ready, however many.
+        subprocess.run([*helm, "install", "lt", str(paths.CHART), "-n", "bench-install", "--wait", "--timeout", "5m",
                         "-f", str(paths.VALUES / INSTALL_PROFILE)],
                        check=True, stdout=subprocess.DEVNULL)
-        wait_all_running(cluster, "bench-install", "app.kubernetes.io/instance=lt", expected)
 
-    report(f"helm install {INSTALL_PROFILE} -> all {expected} pods Running", timed(install))
+    report(f"helm install --wait {INSTALL_PROFILE} -> all workloads ready", timed(install))
     subprocess.run([*helm, "uninstall", "lt", "-n", "bench-install", "--wait"], check=True, stdout=subprocess.DEVNULL)
 
 
