@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from loadtest import commands, paths, profiles, sizing
-from loadtest.runtime.cluster import ADDON_LABEL, COMPONENTS, NODE_GROUP_LABEL, pods, use_node_group
+from loadtest.runtime.cluster import (ADDON_LABEL, COMPONENTS, NODE_GROUP_LABEL, pods, simulated_nodes,
+                                      use_node_group)
 from loadtest.runtime.cluster.nodegroups import LEASES
 from scheduling import assert_all_running, wait_scheduling_settled
 from loadtest.units import parse_cpu_m, parse_memory_mi
@@ -66,7 +67,7 @@ def test_add_ons_go_on_a_node_only_after_its_lease_is_made(cluster, node_group):
         watches = {path: pool.submit(_events, cluster, path, rv) for path, rv in since.items()}
         use_node_group(cluster, PROFILE)  # the same names again, as when a test switches back to a node group
         lease_events, pod_events = watches[LEASES].result(), watches[ADDON_PODS].result()
-    nodes = {n["metadata"]["name"]: n["metadata"]["uid"] for n in _simulated_nodes(cluster)}
+    nodes = {n["metadata"]["name"]: n["metadata"]["uid"] for n in simulated_nodes(cluster)}
     lease_made = {lease["metadata"]["name"]: int(lease["metadata"]["resourceVersion"])
                   for kind, lease in lease_events if kind == "ADDED"}
     assert sorted(lease_made) == sorted(nodes), "every node made anew gets a lease made anew"
@@ -89,10 +90,10 @@ def test_the_addons_stay_off_a_node_no_group_simulates(cluster, node_group):
     other = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "not-simulated"},
              "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                         "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    node_group(PROFILE)
     cluster.apply([other])
     try:
-        use_node_group(cluster, PROFILE)
-        node_group(PROFILE)
+        use_node_group(cluster, PROFILE)  # the add-ons made anew with that node there
         meant = [p["metadata"]["name"] for p in pods(cluster, "kube-system", ADDON_LABEL)
                  if _node_meant(p) == "not-simulated"]
         assert meant == []
@@ -121,10 +122,6 @@ def _node_meant(pod: dict) -> str | None:
         "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
     names = [v for t in terms for f in t.get("matchFields", []) if f["key"] == "metadata.name" for v in f["values"]]
     return names[0] if names else None
-
-
-def _simulated_nodes(cluster) -> list[dict]:
-    return cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
 
 
 def _is_cluster_pod(pod: dict) -> bool:

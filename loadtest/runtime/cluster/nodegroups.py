@@ -89,11 +89,15 @@ def addon_objects(profile: profiles.Profile) -> list[dict]:
     return daemonsets + deployments
 
 
+def simulated_nodes(cluster: Cluster) -> list[dict]:
+    """Every node a node group made (KWOK's), not a real node beside them."""
+    return cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
+
+
 def delete_nodes(cluster: Cluster, timeout: float = 60) -> None:
     """Remove every simulated node, the pods bound to them (no kubelet is left to confirm their deletion) and
     their leases, so a new node of the same name gets a lease of its own."""
-    nodes = cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
-    names = {n["metadata"]["name"] for n in nodes}
+    names = {n["metadata"]["name"] for n in simulated_nodes(cluster)}
     if not names:
         return
     # Nodes first: while a node exists, its DaemonSets put a new pod on it for every one deleted.
@@ -141,10 +145,9 @@ def wait_nodes_ready(cluster: Cluster, names: list[str], timeout: float = 60) ->
     go onto the nodes only after this (seen as a DaemonSet pod Pending forever, one switch in about 25).
     """
     def not_ready() -> list[str]:
-        nodes = cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
         owners = {lease["metadata"]["name"]: {o["uid"] for o in lease["metadata"].get("ownerReferences", [])}
                   for lease in cluster.api_get(LEASES)["items"] if lease["spec"].get("holderIdentity")}
-        done = {n["metadata"]["name"] for n in nodes
+        done = {n["metadata"]["name"] for n in simulated_nodes(cluster)
                 if ready(n) and n["metadata"]["uid"] in owners.get(n["metadata"]["name"], set())}
         return sorted(set(names) - done)
 
