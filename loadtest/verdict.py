@@ -1,8 +1,14 @@
-"""Which side of a load test was the bottleneck, from CPU figures.
+"""Which side of a load test was the bottleneck, from CPU figures over the test's steady window.
 
 The lesson behind it: RPS plateaued because the Locust workers sat at 100 % of their CPU while the nodes were far
 from full, so the number measured was the generator's ceiling, not the target's. A result is only the target's
 capacity when the target, not the generator, is saturated.
+
+Only the steady window is judged: every user running, before the stop. A side was the limit over it when it was
+saturated in at least SATURATED_SHARE of the window's samples (one a second locally, one a rule evaluation in
+Prometheus): a share rather than a mean, since a short run's mean dips with the ramp-up or the stop around it while a
+saturated worker's share of saturated samples does not. The saturation rules (loadtest.rules.yaml) define each
+sample's signals and the same window (loadtest:*_saturated_steady:bool); this module reads its thresholds there.
 """
 from __future__ import annotations
 
@@ -15,6 +21,8 @@ from . import rules
 SATURATED_CPU = rules.threshold("loadtest:cpu_saturation:threshold")
 # A worker throttled in this share of its CFS periods is held back by its CPU limit.
 THROTTLED = rules.threshold("loadtest:cpu_throttling:threshold")
+# A side saturated in at least this share of the steady window's samples was the limit over the window.
+SATURATED_SHARE = rules.threshold("loadtest:saturated_share:threshold")
 
 GENERATOR_BOUND = "generator-bound"
 TARGET_BOUND = "target-bound"
@@ -27,59 +35,87 @@ class Verdict:
     reason: str
 
 
-def judge(worker_cpu: list[float], target_cpu: float | None, target_cpus: float = 1.0,
-          host_cpu: float | None = None, worker_throttling: float | None = None) -> Verdict:
-    """worker_cpu: mean CPU of each worker as a fraction of its core or limit; target_cpu: the target's mean CPU
-    in cores, out of `target_cpus` (None when not measured); host_cpu: share of the machine's cores in use when
-    generator and target share one machine (the local stack); worker_throttling: the most throttled worker's share
-    of throttled CFS periods (cAdvisor, in a cluster)."""
-    if worker_throttling is not None and worker_throttling >= THROTTLED:
-        return Verdict(GENERATOR_BOUND, f"workers throttled in {worker_throttling:.0%} of CFS periods: their CPU "
-                                        "limit holds them back; give each worker a whole core")
-    if worker_cpu:
-        busiest = max(worker_cpu)
-        if busiest >= SATURATED_CPU:
-            hot = sum(c >= SATURATED_CPU for c in worker_cpu)
-            return Verdict(
-                GENERATOR_BOUND,
-                f"{hot} of {len(worker_cpu)} workers at >= {SATURATED_CPU:.0%} CPU (busiest {busiest:.0%}): "
-                "the RPS is the generator's ceiling; add workers or cores before reading the target's capacity",
-            )
-    if target_cpu is not None and target_cpu / target_cpus >= SATURATED_CPU:
-        return Verdict(
-            TARGET_BOUND,
-            f"target at {target_cpu / target_cpus:.0%} of {target_cpus:g} CPU(s) while workers have headroom: "
-            "this RPS is the target's capacity at this CPU count",
-        )
-    if host_cpu is not None and host_cpu >= SATURATED_CPU:
-        return Verdict(
-            GENERATOR_BOUND,
-            f"the machine's cores are {host_cpu:.0%} busy and the workers share them with the target: the workers "
-            "cannot get more CPU; run generator and target on separate machines or nodes to measure the target",
-        )
-    return Verdict(HEALTHY, "neither the workers nor the target are saturated: raise users to find the limit")
+@dataclass(frozen=True)
+class Sample:
+    """Both sides' CPU at one moment of the steady window, as the rules' signals read it."""
+
+    worker_cpu: tuple[float, ...] = ()  # each worker's CPU as a share of its ceiling (its limit, one core at most)
+    target_cpu: float | None = None  # the target's CPU as a share of its CPUs (None when not measured)
+    host_cpu: float | None = None  # share of the machine's cores busy, where generator and target share one
+    worker_throttling: float | None = None  # the most throttled worker's share of throttled CFS periods
+
+    @property
+    def target_saturated(self) -> bool:
+        return self.target_cpu is not None and self.target_cpu >= SATURATED_CPU
+
+    @property
+    def generator_saturated(self) -> bool:
+        """loadtest:generator_saturated:bool: a worker at its CPU ceiling or throttled, or a full machine shared
+        with a target that has CPU left."""
+        return (any(c >= SATURATED_CPU for c in self.worker_cpu)
+                or (self.worker_throttling is not None and self.worker_throttling >= THROTTLED)
+                or (self.host_cpu is not None and self.host_cpu >= SATURATED_CPU and not self.target_saturated))
 
 
-# What each verdict means for the reader, where the saturation rules gave it (a sweep reads loadtest:verdict).
-MEANING = {
-    GENERATOR_BOUND: "the RPS is the generator's ceiling, not the target's capacity; add workers or cores first",
-    TARGET_BOUND: "the target is at its CPU ceiling while the workers have headroom: this RPS is its capacity at "
-                  "this CPU count",
-    HEALTHY: "neither the workers nor the target are saturated: raise the load to find the limit",
-}
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
-def recorded(counts: dict[str, float], busiest_worker: float, target_cpu_ratio: float | None,
-             host_cpu: float | None) -> Verdict:
-    """The verdict the saturation rules recorded most often over a window (counts: loadtest:verdict evaluations per
-    verdict), explained with the window's figures. A tie goes to generator-bound: it hides the target."""
-    order = (GENERATOR_BOUND, TARGET_BOUND, HEALTHY)
-    kind = max(order, key=lambda k: (counts.get(k, 0), -order.index(k)))
-    total = sum(counts.values())
-    figures = [f"busiest worker {busiest_worker:.0%}"]
-    if target_cpu_ratio is not None:
-        figures.append(f"target {target_cpu_ratio:.0%} of its CPUs")
-    if host_cpu is not None:
-        figures.append(f"machine {host_cpu:.0%} busy")
-    return Verdict(kind, f"{MEANING[kind]} (rules: {counts.get(kind, 0) / total:.0%} of the window; "
-                         f"{', '.join(figures)})")
+@dataclass(frozen=True)
+class Window:
+    """A steady window: how many samples it had, the share of them in which each side was saturated, and the mean
+    figures that explain the verdict."""
+
+    samples: int
+    generator_share: float
+    target_share: float
+    busiest_worker: float  # the highest of the workers' mean CPU shares
+    target_cpu: float | None = None
+    host_cpu: float | None = None
+    worker_throttling: float | None = None
+
+    @classmethod
+    def of(cls, samples: list[Sample]) -> Window:
+        """The window of samples taken locally (one a second)."""
+        n = len(samples)
+        workers = max((len(s.worker_cpu) for s in samples), default=0)
+        means = [_mean([s.worker_cpu[i] for s in samples if i < len(s.worker_cpu)]) or 0.0 for i in range(workers)]
+        return cls(
+            samples=n, generator_share=sum(s.generator_saturated for s in samples) / n if n else 0.0,
+            target_share=sum(s.target_saturated for s in samples) / n if n else 0.0,
+            busiest_worker=max(means, default=0.0),
+            target_cpu=_mean([s.target_cpu for s in samples if s.target_cpu is not None]),
+            host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
+            worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]))
+
+    def figures(self) -> str:
+        parts = [f"busiest worker {self.busiest_worker:.0%} of its CPU ceiling"]
+        if self.worker_throttling is not None:
+            parts.append(f"throttled in {self.worker_throttling:.0%} of CFS periods")
+        if self.target_cpu is not None:
+            parts.append(f"target {self.target_cpu:.0%} of its CPUs")
+        if self.host_cpu is not None:
+            parts.append(f"machine {self.host_cpu:.0%} busy")
+        return f"means over {self.samples} steady sample(s): {', '.join(parts)}"
+
+
+def judge(window: Window) -> Verdict:
+    """The window's verdict: generator-bound when the generator was saturated in at least SATURATED_SHARE of its
+    samples (a saturated generator hides the target's capacity, so it wins), else target-bound when the target was,
+    else healthy."""
+    if window.generator_share >= SATURATED_SHARE:
+        if window.worker_throttling is not None and window.worker_throttling >= THROTTLED:
+            advice = "their CPU limit holds the workers back; give each worker a whole core"
+        elif window.host_cpu is not None and window.host_cpu >= SATURATED_CPU and window.busiest_worker < SATURATED_CPU:
+            advice = ("the workers share the machine's cores with the target and cannot get more CPU; run generator "
+                      "and target on separate machines or nodes to measure the target")
+        else:
+            advice = "add workers or cores before reading the target's capacity"
+        return Verdict(GENERATOR_BOUND, f"the generator was saturated in {window.generator_share:.0%} of the steady "
+                                        f"window ({window.figures()}): the RPS is the generator's ceiling; {advice}")
+    if window.target_share >= SATURATED_SHARE:
+        return Verdict(TARGET_BOUND, f"the target was saturated in {window.target_share:.0%} of the steady window "
+                                     f"while the workers had headroom ({window.figures()}): this RPS is its capacity "
+                                     "at this CPU count")
+    return Verdict(HEALTHY, f"neither side was saturated in most of the steady window ({window.figures()}): raise "
+                            "users to find the limit")

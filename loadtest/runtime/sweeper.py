@@ -2,8 +2,8 @@
 waits out a warm-up, then holds for a measured window, and reads the window from Prometheus.
 
 RPS, failures and latency percentiles come from the Locust metrics plugin's series, the workers' and the target's
-CPU from the saturation rules, and the step's verdict is the one the rules recorded (`loadtest:verdict`) over the
-window. The sweep stops at the knee (RPS stopped rising while p95 grew, or requests failed) or as soon as the
+CPU from the saturation rules, and the step's verdict is loadtest.verdict's over the window's steady samples, each
+side's saturation as the rules recorded it (`loadtest:*_saturated_steady:bool`). The sweep stops at the knee (RPS stopped rising while p95 grew, or requests failed) or as soon as the
 generator saturates: from then on the RPS is the generator's ceiling, never the target's capacity.
 
 A driver says where the load runs: the local stack (runtime.sweep_local) or a release (runtime.sweep_cluster).
@@ -84,11 +84,18 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
 
     quantiles = {q: over(f'avg_over_time(locust_aggregated_response_time_seconds{{{sel}, quantile="{q}"}}[{r}])')
                  for q in ("0.5", "0.95", "0.99")}
-    verdicts = {s["metric"].get("verdict", ""): float(s["value"][1])
-                for s in prometheus.query(f"count_over_time(loadtest:verdict{{{sel}}}[{r}])", t_end)}
-    if not verdicts:
-        raise SweepFailed(f"Prometheus recorded no loadtest:verdict of release {release!r} over the window: does it "
-                          "evaluate the chart's saturation rules, and did the swarm run?")
+    steady = over(f"max(count_over_time(loadtest:generator_saturated_steady:bool{{{sel}}}[{r}]))")
+    if not steady:
+        raise SweepFailed(f"Prometheus recorded no steady sample of release {release!r} over the window (every user "
+                          "running): does it evaluate the chart's saturation rules, and did the swarm run?")
+    window = verdict.Window(
+        samples=round(steady),
+        generator_share=over(f"max(avg_over_time(loadtest:generator_saturated_steady:bool{{{sel}}}[{r}]))") or 0.0,
+        target_share=over(f"max(avg_over_time(loadtest:target_saturated_steady:bool{{{sel}}}[{r}]))") or 0.0,
+        busiest_worker=over(f"max(avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}]))") or 0.0,
+        target_cpu=over(f"max(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
+        host_cpu=over(f"max(avg_over_time(loadtest:host_cpu_saturation:ratio{{{sel}}}[{r}]))"),
+        worker_throttling=over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"))
     requests = requests_end - requests_start
     return {
         "start": t_start, "end": t_end, "requests": requests, "failures": failures_end - failures_start,
@@ -99,8 +106,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         "worker_cpu": prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", t_end),
         "worker_cpu_cores": over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
         "target_cpu_ratio": over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
-        "host_cpu": over(f"max(avg_over_time(loadtest:host_cpu_saturation:ratio{{{sel}}}[{r}]))"),
-        "verdicts": verdicts,
+        "window": window,
     }
 
 
@@ -174,7 +180,7 @@ class Sweeper:
         if f["target_cpu_ratio"] is not None:
             target_cores = f["target_cpu_ratio"] * d.target_cpus
         busiest = max(f["worker_cpu"], default=0.0)
-        v = verdict.recorded(f["verdicts"], busiest, f["target_cpu_ratio"], f["host_cpu"])
+        v = verdict.judge(f["window"])
         step = Step(index, load, f["rps"], round(f["p95_ms"], 1),
                     f["failures"] / f["requests"] if f["requests"] else 1.0, v.kind == verdict.GENERATOR_BOUND)
         self.progress(f"{of} done: {f['rps']:,.0f} RPS, p95 {f['p95_ms']:.1f} ms, failures {step.failure_ratio:.2%}, "

@@ -192,7 +192,8 @@ def test_starved_workers_give_the_generator_bound_verdict(starved_run):
     # The verdict follows the busiest worker; a starved worker's own CPU reading may dip just below the line.
     assert saturation and max(float(s["value"][1]) for s in saturation) >= threshold, saturation
     # `loadtest local` judges with the same threshold: the same figures give it the same verdict.
-    assert verdict.judge([float(s["value"][1]) for s in saturation], None).kind == verdict.GENERATOR_BOUND
+    sample = verdict.Sample(worker_cpu=tuple(float(s["value"][1]) for s in saturation))
+    assert verdict.judge(verdict.Window.of([sample])).kind == verdict.GENERATOR_BOUND
 
 
 def test_every_rule_evaluates_without_error(starved_run):

@@ -1,35 +1,68 @@
 from loadtest import verdict
+from loadtest.verdict import Sample, Window
+
+
+def judge(*samples: Sample) -> verdict.Verdict:
+    return verdict.judge(Window.of(list(samples)))
 
 
 def test_saturated_workers_make_the_result_generator_bound_even_when_the_target_is_busy():
-    v = verdict.judge([0.97, 0.95], target_cpu=0.95)
+    v = judge(*[Sample(worker_cpu=(0.97, 0.95), target_cpu=0.95)] * 5)
     assert v.kind == verdict.GENERATOR_BOUND
-    assert "2 of 2 workers" in v.reason
+    assert "saturated in 100% of the steady window" in v.reason and "busiest worker 97%" in v.reason
 
 
 def test_busy_target_with_idle_workers_is_target_bound():
-    assert verdict.judge([0.5, 0.6], target_cpu=1.9, target_cpus=2).kind == verdict.TARGET_BOUND
+    assert judge(Sample(worker_cpu=(0.5, 0.6), target_cpu=0.95)).kind == verdict.TARGET_BOUND
 
 
 def test_nothing_saturated_is_healthy():
-    assert verdict.judge([0.3], target_cpu=0.4).kind == verdict.HEALTHY
+    assert judge(Sample(worker_cpu=(0.3,), target_cpu=0.4)).kind == verdict.HEALTHY
 
 
 def test_unknown_target_cpu_never_claims_target_bound():
-    assert verdict.judge([0.5], target_cpu=None).kind == verdict.HEALTHY
+    assert judge(Sample(worker_cpu=(0.5,))).kind == verdict.HEALTHY
 
 
 def test_a_saturated_shared_machine_makes_the_result_generator_bound():
-    v = verdict.judge([0.6, 0.55], target_cpu=0.3, host_cpu=0.98)
-    assert v.kind == verdict.GENERATOR_BOUND and "98% busy" in v.reason
+    v = judge(Sample(worker_cpu=(0.6, 0.55), target_cpu=0.3, host_cpu=0.98))
+    assert v.kind == verdict.GENERATOR_BOUND and "machine 98% busy" in v.reason and "separate machines" in v.reason
 
 
 def test_a_busy_target_wins_over_a_busy_shared_machine():
-    assert verdict.judge([0.5], target_cpu=0.95, host_cpu=0.97).kind == verdict.TARGET_BOUND
+    assert judge(Sample(worker_cpu=(0.5,), target_cpu=0.95, host_cpu=0.97)).kind == verdict.TARGET_BOUND
 
 
 def test_throttled_workers_are_generator_bound_below_their_cpu_threshold():
     """A worker held back by its CPU limit may read under 90 % of it and still be the ceiling (seed: 100m workers)."""
-    v = verdict.judge([0.6], target_cpu=0.3, worker_throttling=0.4)
-    assert v.kind == verdict.GENERATOR_BOUND and "throttled in 40%" in v.reason
-    assert verdict.judge([0.6], target_cpu=0.3, worker_throttling=0.1).kind == verdict.HEALTHY
+    v = judge(Sample(worker_cpu=(0.6,), target_cpu=0.3, worker_throttling=0.4))
+    assert v.kind == verdict.GENERATOR_BOUND and "throttled in 40%" in v.reason and "whole core" in v.reason
+    assert judge(Sample(worker_cpu=(0.6,), target_cpu=0.3, worker_throttling=0.1)).kind == verdict.HEALTHY
+
+
+def test_a_worker_saturated_in_most_of_the_window_is_the_limit_whatever_its_mean():
+    """The short run of issue #25: a worker at its core nearly all the time, its mean pulled under 90 % by a few
+    cooler seconds, is still the generator's ceiling."""
+    samples = [Sample(worker_cpu=(0.99,))] * 4 + [Sample(worker_cpu=(0.3,))] * 2
+    window = Window.of(samples)
+    assert window.busiest_worker < verdict.SATURATED_CPU  # the mean alone would call it healthy
+    v = verdict.judge(window)
+    assert v.kind == verdict.GENERATOR_BOUND and "saturated in 67% of the steady window" in v.reason
+
+
+def test_a_short_spike_does_not_make_a_window_generator_bound():
+    samples = [Sample(worker_cpu=(0.95,))] * 2 + [Sample(worker_cpu=(0.5,))] * 8
+    assert judge(*samples).kind == verdict.HEALTHY
+
+
+def test_half_the_window_saturated_is_enough():
+    """At exactly the share the generator wins: an undecided window must not be read as the target's capacity."""
+    assert verdict.SATURATED_SHARE == 0.5
+    samples = [Sample(worker_cpu=(0.95,), target_cpu=0.95)] * 3 + [Sample(worker_cpu=(0.5,), target_cpu=0.95)] * 3
+    assert judge(*samples).kind == verdict.GENERATOR_BOUND
+
+
+def test_the_window_figures_are_each_workers_mean():
+    window = Window.of([Sample(worker_cpu=(0.2, 0.9)), Sample(worker_cpu=(0.4, 0.7))])
+    assert window.samples == 2 and round(window.busiest_worker, 3) == 0.8
+    assert window.generator_share == 0.5
