@@ -29,6 +29,17 @@ def figures(path: Path) -> dict[str, checks.Figures]:
     return checks.from_entries(json.loads(path.read_text())) if path.exists() else {}
 
 
+def per_second(entries: list[dict]) -> dict[int, tuple[int, int]]:
+    """Requests and failures of every request name together, per second of their timestamps (unix seconds), from
+    entries of Locust's --json-file format (the master merges each worker's per-second counts as its reports come)."""
+    counts: dict[int, list[int]] = {}
+    for entry in entries:
+        for key, field in (("num_reqs_per_sec", 0), ("num_fail_per_sec", 1)):
+            for second, n in (entry.get(key) or {}).items():
+                counts.setdefault(int(second), [0, 0])[field] += n
+    return {second: (requests, failures) for second, (requests, failures) in counts.items()}
+
+
 def read(path: Path) -> RunStats | None:
     """Totals over every request name in Locust's --json-file output (None when Locust wrote none)."""
     if not path.exists():

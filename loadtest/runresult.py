@@ -4,7 +4,9 @@
     checks.xml    JUnit XML: one test case per check, and one that the generator was not the limit
     summary.md    the same for a person (a CI job can post it)
 
-The runtime adds Locust's own files (report.html, stats*.csv, stats.json) and the run's series beside them. A folder
+The figures, the checks and the verdict are the steady window's (every user running, before the stop); result.json
+says which window that was. The runtime adds Locust's own files (report.html, stats*.csv, stats.json) and the run's
+series beside them. A folder
 is never overwritten: the default one is new for every run (a timestamp), and a given one that holds a run is
 refused unless the caller forces it.
 """
@@ -34,6 +36,8 @@ class RunReport:
     verdict: verdict.Verdict | None = None
     cpu: dict[str, object] = field(default_factory=dict)  # the CPU figures the verdict was judged from
     incomplete: str | None = None  # why the run ended before its run time, if it did
+    window: dict | None = None  # the steady window judged: start, end (unix time), seconds, samples, ramp-up, stop
+    judged: str | None = None  # the same in words
 
     @property
     def generator_bound(self) -> bool:
@@ -51,7 +55,7 @@ class RunReport:
             "complete": self.incomplete is None, "incomplete": self.incomplete,
             "exit_code": self.exit_code, "meaning": checks.EXIT_CODES[self.exit_code],
             "conditions": self.conditions, "started": self.started, "ended": self.ended,
-            "verdict": asdict(self.verdict) if self.verdict else None, "cpu": self.cpu,
+            "window": self.window, "verdict": asdict(self.verdict) if self.verdict else None, "cpu": self.cpu,
             "checks": [{"check": o.check.text, "measured": o.measured, "passed": o.passed} for o in self.outcomes],
             "figures": {name: {**asdict(f), "fail_ratio": f.fail_ratio} for name, f in self.figures.items()},
         }
@@ -113,6 +117,8 @@ def summary(report: RunReport) -> str:
              f"** (exit code {code}: {checks.EXIT_CODES[code]})", ""]
     if report.incomplete:
         lines += [f"INCOMPLETE: {report.incomplete}", ""]
+    if report.judged:
+        lines += [f"Judged: {report.judged}", ""]
     if report.verdict:
         lines += [f"Verdict: {report.verdict.kind}: {report.verdict.reason}", ""]
     if report.outcomes:

@@ -184,7 +184,10 @@ def registry_template() -> str:
         f'{{{{- define "common.checkPattern" -}}}}\n{checks.PATTERN}\n{{{{- end -}}}}\n\n'
         "{{/* The share of its CPU ceiling at which a worker is saturated: the saturation rules' threshold, which "
         "the master of mode run judges its workers by. */}}\n"
-        f'{{{{- define "common.cpuSaturation" -}}}}\n{verdict.SATURATED_CPU:g}\n{{{{- end -}}}}\n'
+        f'{{{{- define "common.cpuSaturation" -}}}}\n{verdict.SATURATED_CPU:g}\n{{{{- end -}}}}\n\n'
+        "{{/* The share of the steady window's samples in which a saturated worker was the limit: the saturation "
+        "rules' threshold, which the master of mode run judges its workers by too. */}}\n"
+        f'{{{{- define "common.saturatedShare" -}}}}\n{verdict.SATURATED_SHARE:g}\n{{{{- end -}}}}\n'
     )
 
 

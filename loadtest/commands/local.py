@@ -36,12 +36,14 @@ def print_result(r: localrun.Result, out=print) -> None:
     out(f"  requests         {r.requests:,} ({r.failures:,} failed, {r.failure_ratio:.2%})")
     out(f"  RPS              {r.rps:,.0f}")
     out(f"  p50 / p95 / p99  {r.p50_ms:g} / {r.p95_ms:g} / {r.p99_ms:g} ms")
-    out(f"  worker CPU       {', '.join(f'{c:.0%}' for c in r.worker_cpu)} (of one core each)")
+    out(f"  judged           {r.window.describe() if r.window else 'nothing'}")
+    if r.worker_cpu:
+        out(f"  worker CPU       {', '.join(f'{c:.0%}' for c in r.worker_cpu)} (of one core each, steady mean)")
     if r.target_cpu is not None:
         out(f"  target CPU       {r.target_cpu:.2f} of {r.target_cpus} core(s) ({r.target})")
     if r.host_cpu is not None:
         out(f"  machine CPU      {r.host_cpu:.0%} of {psutil.cpu_count()} core(s) busy")
-    out(f"  verdict          {v.kind}: {v.reason}")
+    out(f"  verdict          {f'{v.kind}: {v.reason}' if v else 'none: no steady window to judge'}")
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,11 @@ def prepare(args) -> LocalRun:
         raise UsageError("--users and --spawn-rate cannot be negative")
     if not 1 <= run_time_s <= 3600:
         raise UsageError("--run-time must be between 1 s and 1 h")
+    users = args.users or 50 * args.workers
+    if args.spawn_rate and users / args.spawn_rate >= run_time_s:
+        raise UsageError(f"--spawn-rate {args.spawn_rate:g}: {users} users take {users / args.spawn_rate:.0f} s to "
+                         f"start, the whole --run-time of {run_time_s} s, and only the time with every user running "
+                         "is judged; raise --spawn-rate or --run-time")
     if args.host and not re.match(r"^https?://[^\s/]+(/\S*)?$", args.host):
         raise UsageError(f"--host {args.host!r}: give a URL like http://127.0.0.1:8080")
     if args.wait < 0:
@@ -76,7 +83,7 @@ def prepare(args) -> LocalRun:
     else:
         scenario = scenarios.get(args.scenario)
         targets.check_tls_mode(scenario, targets.get(args.target), args.tls_mode or scenario.default_tls_mode)
-    return LocalRun(test.name if test else args.scenario, test, args.users or 50 * args.workers, run_time_s)
+    return LocalRun(test.name if test else args.scenario, test, users, run_time_s)
 
 
 def start(args, plan: LocalRun, workdir: Path) -> localrun.Result:

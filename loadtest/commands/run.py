@@ -71,11 +71,15 @@ def run(args) -> int:
         localrun.conditions(result, args.spawn_rate or plan.users, args.wait, args.host), started, time.time(),
         figures, checks.judge(judged, figures), verdict=result.verdict,
         cpu={"worker_cpu": result.worker_cpu, "target_cpu_cores": result.target_cpu,
-             "target_cpus": result.target_cpus, "host_cpu": result.host_cpu})
+             "target_cpus": result.target_cpus, "host_cpu": result.host_cpu,
+             "generator_saturated_share": result.steady.generator_share,
+             "target_saturated_share": result.steady.target_share},
+        window=result.window.to_json(), judged=result.window.describe(),
+        incomplete=None if result.window.samples else result.window.describe())
     files = runresult.write(report, out)
     local.print_result(result)
     print_outcomes(report, files)
-    if report.verdict.kind == verdict.GENERATOR_BOUND:
+    if report.generator_bound:
         print("loadtest run: invalid measurement: the generator was the limit; add workers or cores and run again",
               file=sys.stderr)
     return report.exit_code
@@ -108,7 +112,7 @@ def run_release(args, judged: list[checks.Check]) -> int:
         raise
     figures = locuststats.figures(out / "stats.json")
     report = runresult.RunReport(result.conditions, started, time.time(), figures, checks.judge(judged, figures),
-                                 verdict=result.verdict, cpu=result.cpu)
+                                 verdict=result.verdict, cpu=result.cpu, window=result.window, judged=result.judged)
     files = runresult.write(report, out)
     for note in result.notes:
         print(f"  note             {note}")

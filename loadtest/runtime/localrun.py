@@ -1,13 +1,14 @@
 """A whole load test on one machine, no cluster: the chart's target and backend (runtime.stack), a Locust master
 and workers (runtime.locust), a bounded run, and its figures: RPS, failures, latency, CPU of each side.
 
-CPU comes from the processes (psutil), since no Prometheus runs here; the verdict is loadtest.verdict's, from the
-saturation rules' thresholds.
+CPU comes from the processes (psutil), since no Prometheus runs here; the verdict is loadtest.verdict's over the
+steady window (every user running, before the stop), from the saturation rules' thresholds.
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from .. import locuststats, paths, scenarios, targets, usertest, verdict
 from ..errors import RunFailed, UsageError
 from . import packages, tools
 from .cpu import CpuMeter, cpu_model
-from .locust import MASTER, Locust, user_classes
+from .locust import MASTER, RESET_STATS_ENV, Locust, user_classes
 from .locustweb import LocustWeb, LocustWebError
 from .processes import STARTUP_TIMEOUT_S
 from .stack import Stack
@@ -47,15 +48,18 @@ class Result(locuststats.RunStats):
     target: str = "backend"
     tls_mode: str = "none"
     host_cpu: float | None = None  # mean share of all the machine's cores in use, whoever used them
+    window: SteadyWindow | None = None  # what was judged; the CPU figures above are its means
+    steady: verdict.Window | None = None
 
     @property
     def failure_ratio(self) -> float:
         return self.failures / self.requests if self.requests else 1.0
 
     @property
-    def verdict(self) -> verdict.Verdict:
-        """Judged here from the processes' CPU: `loadtest local` runs no Prometheus to record the rules' verdict."""
-        return verdict.judge(self.worker_cpu, self.target_cpu, self.target_cpus, self.host_cpu)
+    def verdict(self) -> verdict.Verdict | None:
+        """Judged here from the processes' CPU over the steady window (`loadtest local` runs no Prometheus to record
+        the rules' signals); None when every user never ran."""
+        return verdict.judge(self.steady) if self.steady and self.steady.samples else None
 
 
 def describe(target: str, tls_mode: str) -> str:
@@ -96,29 +100,93 @@ def own_test(locustfile: str, requirements: str | None = None, progress=print) -
     return OwnTest(path, pythonpath, classes)
 
 
-class Series:
-    """The run's figures second by second, in series.csv of the run's folder: each line is written as it is
-    measured, so a crash or an interrupt keeps what was seen until then."""
+# A second's requests are all counted once every worker has sent its report after it: workers report every 3 s.
+REPORT_LAG_S = 4
+# How far back the live RPS looks: Locust's own current_rps looks 12 s back too, but says 0 until 3 s have passed.
+LIVE_RPS_S = 10
 
-    COLUMNS = ("time", "users", "rps", "fail_ratio", "p50_ms", "p95_ms", "worker_cpu_max", "target_cpu_cores",
-               "host_cpu")
+
+class Series:
+    """The run's figures second by second, in series.csv of the run's folder, each second's phase (ramp-up, steady,
+    stop) beside it. A second's line is written once its requests are all counted (REPORT_LAG_S later; the rest at
+    the end), so a crash or an interrupt keeps what was seen until then. Its RPS is the requests Locust counted with
+    a timestamp in that second, from the per-second counts of the master's statistics."""
+
+    COLUMNS = ("time", "phase", "users", "rps", "fail_ratio", "p50_ms", "p95_ms", "worker_cpu_max",
+               "target_cpu_cores", "host_cpu")
 
     def __init__(self, path: Path):
         self.file = path.open("w", newline="")
         self.writer = csv.writer(self.file)
         self.writer.writerow(self.COLUMNS)
+        self.counts: dict[int, tuple[int, int]] = {}  # second -> (requests, failures), the most seen
+        self.pending: list[tuple[int, list]] = []  # (second, the line's other cells) not yet counted in full
 
-    def add(self, status: dict, worker_cpu: list[float], target_cpu: float | None, host_cpu: float) -> None:
-        percentiles = status.get("current_response_time_percentiles", {})
-        self.writer.writerow([
-            f"{time.time():.3f}", status.get("user_count", 0), round(status.get("current_rps", 0.0), 1),
-            round(status.get("fail_ratio", 0.0), 5), percentiles.get("response_time_percentile_0.5"),
+    def count(self, per_second: dict[int, tuple[int, int]]) -> None:
+        """Take the master's per-second counts. The most seen of a second is kept: Locust resets its statistics once
+        every user runs, and a second counted before that keeps its count."""
+        for second, (requests, failures) in per_second.items():
+            seen = self.counts.get(second, (0, 0))
+            self.counts[second] = (max(seen[0], requests), max(seen[1], failures))
+
+    def live_rps(self, now: float) -> float | None:
+        """Requests per second over the last seconds the workers have reported (the newest one, still being counted,
+        left out); None before the first report."""
+        reported = [s for s, (requests, _) in self.counts.items() if requests]
+        if not reported:
+            return None
+        first, last = min(reported), max(reported)
+        # Seconds counted in full: not the swarm's first (it began in it), nor the newest (still being counted).
+        seconds = range(max(first + 1, last - LIVE_RPS_S), last) or range(first, last + 1)
+        return sum(self.counts.get(s, (0, 0))[0] for s in seconds) / len(seconds)
+
+    def add(self, second: int, phase: str, users: int, status: dict, worker_cpu: list[float],
+            target_cpu: float | None, host_cpu: float) -> None:
+        percentiles = status.get("current_response_time_percentiles") or {}
+        self.pending.append((second, [
+            phase, users, percentiles.get("response_time_percentile_0.5"),
             percentiles.get("response_time_percentile_0.95"), round(max(worker_cpu, default=0.0), 3),
-            None if target_cpu is None else round(target_cpu, 3), round(host_cpu, 3)])
+            None if target_cpu is None else round(target_cpu, 3), round(host_cpu, 3)]))
+
+    def flush(self, now: float | None = None) -> None:
+        """Write the lines whose second is counted in full by `now` (all of them without it)."""
+        while self.pending and (now is None or self.pending[0][0] <= now - REPORT_LAG_S):
+            second, (phase, users, p50, p95, *cpu) = self.pending.pop(0)
+            requests, failures = self.counts.get(second, (0, 0))
+            self.writer.writerow([second, phase, users, requests, round(failures / requests, 5) if requests else 0.0,
+                                  p50, p95, *cpu])
         self.file.flush()
 
     def close(self) -> None:
+        self.flush()
         self.file.close()
+
+
+# A second of the run is in one phase: users being spawned, every user running (the steady window, the only one
+# judged), or after the stop.
+RAMP_UP, STEADY, STOP = "ramp-up", "steady", "stop"
+
+
+@dataclass(frozen=True)
+class SteadyWindow:
+    """The part of the run that was judged: every user running, before the stop."""
+
+    start: float | None = None  # unix time of its first and last sample; None when it never came
+    end: float | None = None
+    samples: int = 0
+    ramp_up_s: float = 0.0  # from the swarm's start until every user ran
+    stop_s: float = 0.0  # from the stop until Locust ended
+
+    def to_json(self) -> dict:
+        return {"start": self.start, "end": self.end, "seconds": round(self.end - self.start, 1) if self.samples
+                else 0.0, "samples": self.samples, "ramp_up_s": round(self.ramp_up_s, 1),
+                "stop_s": round(self.stop_s, 1)}
+
+    def describe(self) -> str:
+        if not self.samples:
+            return f"no steady window: users were still being spawned after {self.ramp_up_s:.0f} s"
+        return (f"steady window {self.end - self.start:.0f} s ({self.samples} one-second samples, every user "
+                f"running); ramp-up {self.ramp_up_s:.0f} s and stop {self.stop_s:.0f} s reported, not judged")
 
 
 def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
@@ -126,7 +194,8 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         host: str | None = None, wait_s: float = 0.0) -> Result:
     """A bounded run of a built-in `scenario`, or of the user's `test` (named `scenario` then), against the local
     stack's `target`, or against `host` when given. Locust's files (stats.json, stats*.csv, report.html), the
-    process logs and the run's series.csv go to `workdir`."""
+    process logs and the run's series.csv go to `workdir`. Locust's statistics, and so its files and the checks,
+    cover the steady window: it resets them once every user runs (--reset-stats); series.csv has the ramp-up."""
     if test is None:
         chosen = scenarios.get(scenario)
         tls_mode = tls_mode or chosen.default_tls_mode
@@ -135,6 +204,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     else:
         tls_mode = tls_mode or "none"
         files, env = usertest.locustfiles(test.locustfile), own_test_env(test.locustfile, test.pythonpath)
+    env[RESET_STATS_ENV] = "true"  # master and workers alike, as Locust asks
     workdir.mkdir(parents=True, exist_ok=True)
     with Stack(workdir) as stack:
         if host is None:
@@ -154,48 +224,82 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         worker_meters = [CpuMeter(w.pid) for w in locust.start_workers(workers)]
         target_meter = CpuMeter(server.proc.pid) if server else None
         psutil.cpu_percent(None)
-        host_samples: list[float] = []
         progress(f"loadtest local: {scenario} against {where} on {host}, "
                  f"{workers} worker(s), {users} users, {run_time_s} s")
         deadline = time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S
-        started = time.monotonic()
         series = Series(workdir / "series.csv")
+        samples: list[verdict.Sample] = []
+        swarm_start = steady_start = steady_end = stopped = None
+        steady_before = False  # every user was running at the previous tick
         try:
             while master.poll() is None:
                 if time.monotonic() > deadline:
                     raise LocalRunError(f"the Locust master did not finish in time:\n{stack.procs.log_tail(MASTER)}")
                 time.sleep(1)
                 try:
+                    runner = web.state()
                     status = web.status()
+                    series.count(locuststats.per_second(web.stats_entries()))
                 except LocustWebError:
-                    status = None
-                running = bool(status) and status.get("state") == "running"
-                # Measured here rather than taken from Locust's worker reports, which lag by up to 5 s.
-                target_cpu = target_meter.sample(keep=running) if target_meter else None
-                worker_cpu = [m.sample(keep=running) for m in worker_meters]
-                if not running:
                     continue
-                host_samples.append(psutil.cpu_percent(None) / 100)
-                series.add(status, worker_cpu, target_cpu, host_samples[-1])
-                p95 = status.get("current_response_time_percentiles", {}).get("response_time_percentile_0.95")
+                now = time.time()
+                # CPU over the second since the previous tick, measured here rather than taken from Locust's worker
+                # reports, which lag by up to 5 s. It is the steady window's when every user ran at both its ends.
+                target_cpu = target_meter.sample(keep=False) if target_meter else None
+                worker_cpu = [m.sample(keep=False) for m in worker_meters]
+                host_cpu = psutil.cpu_percent(None) / 100
+                state, users_now = runner["state"], runner["user_count"]
+                steady_now = state == "running"
+                if state not in ("spawning", "running") and swarm_start is None:
+                    continue  # waiting for the workers
+                swarm_start = swarm_start or now
+                if steady_now and steady_before:
+                    phase = STEADY
+                    samples.append(verdict.Sample(
+                        worker_cpu=tuple(worker_cpu), host_cpu=host_cpu,
+                        target_cpu=None if target_cpu is None else target_cpu / server.cpus))
+                    steady_end = now
+                elif steady_now or state == "spawning":
+                    phase = RAMP_UP
+                else:
+                    phase = STOP
+                    stopped = stopped or now
+                if steady_now and steady_start is None:
+                    steady_start = now
+                steady_before = steady_now
+                # The second the tick's interval (the last second) mostly lies in.
+                series.add(int(now - 0.5), phase, users_now, status, worker_cpu, target_cpu, host_cpu)
+                series.flush(now)
+                rps = series.live_rps(now)
+                p95 = (status.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
                 progress(
-                    f"  [{time.monotonic() - started:4.0f} s] users {status['user_count']:>5}  "
-                    f"RPS {status.get('current_rps', 0):>9,.0f}  failures {status.get('fail_ratio', 0):>6.2%}  "
+                    f"  [{now - swarm_start:4.0f} s] {phase:<7}  users {users_now:>5}  "
+                    f"RPS {'-' if rps is None else f'{rps:,.0f}':>9}  failures {status.get('fail_ratio', 0):>6.2%}  "
                     f"p95 {p95 or 0:>5.0f} ms  worker CPU {' '.join(f'{c:.0%}' for c in worker_cpu)}"
                     + (f"  {target} CPU {target_cpu:.0%}" if target_cpu is not None else "")
                 )
         finally:
+            final = workdir / "stats.json"
+            if final.exists():  # the counts of the last seconds, every worker's last report in them
+                series.count(locuststats.per_second(json.loads(final.read_text())))
             series.close()
         if master.returncode != 0:
             raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{stack.procs.log_tail(MASTER)}")
+    ended = time.time()
     final = locuststats.read(workdir / "stats.json")
     if final is None:
         raise LocalRunError(f"Locust wrote no stats; see {workdir}/{MASTER}.log")
+    window = SteadyWindow(
+        start=steady_start if samples else None, end=steady_end, samples=len(samples),
+        ramp_up_s=((steady_start or ended) - swarm_start) if swarm_start else 0.0,
+        stop_s=ended - stopped if stopped else 0.0)
+    steady = verdict.Window.of(samples)
     return Result(
         **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
-        worker_cpu=[m.mean or 0.0 for m in worker_meters], target_cpu=target_meter.mean if target_meter else None,
+        worker_cpu=[sum(s.worker_cpu[i] for s in samples) / len(samples) for i in range(workers)] if samples else [],
+        target_cpu=steady.target_cpu * server.cpus if server and steady.target_cpu is not None else None,
         target_cpus=server.cpus if server else 1, target=target, tls_mode=tls_mode,
-        host_cpu=sum(host_samples) / len(host_samples) if host_samples else None,
+        host_cpu=steady.host_cpu, window=window, steady=steady,
     )
 
 

@@ -18,6 +18,9 @@ from ..errors import UsageError
 from .processes import LOCAL_HOST, Processes, free_port
 
 MASTER = "locust-master"
+# Locust resets its statistics once every user runs when this is set, on the master and on each worker (--reset-stats):
+# its figures are then the steady window's, what a judged run is judged on.
+RESET_STATS_ENV = "LOCUST_RESET_STATS"
 # The locustfiles' loadtest_lib protects the web UI with the "user:password" in this variable.
 WEB_AUTH_ENV = "LOADTEST_WEB_AUTH"
 

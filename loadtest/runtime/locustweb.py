@@ -15,6 +15,8 @@ import urllib.request
 
 from ..errors import RunFailed, UsageError
 
+# The plugin's (locustfiles/loadtest_metrics.py) copy of what Locust's --json-file writes at exit, live.
+STATS_JSON, STATE = "/loadtest/stats.json", "/loadtest/state"
 # Where the CLI takes the web UI's "user:password" from (or a file: --locust-auth-file).
 CREDENTIALS_ENV = "LOADTEST_LOCUST_AUTH"
 
@@ -55,11 +57,28 @@ class LocustWeb:
         """The web UI's live JSON: state, user_count, current_rps, fail_ratio, percentiles, and workers on a master."""
         return self._call("/stats/requests")
 
+    def state(self) -> dict:
+        """The runner's state and user count as they are now (the plugin's /loadtest/state; status() is cached)."""
+        return self._call(STATE)
+
+    def stats_entries(self) -> list[dict]:
+        """The run's statistics so far in Locust's --json-file format (the plugin's /loadtest/stats.json)."""
+        return self._call(STATS_JSON)
+
     def swarm(self, users: int, spawn_rate: float) -> None:
         """Start the swarm, or move a running one to `users` (Locust spreads them over the connected workers)."""
         answer = self._call("/swarm", {"user_count": users, "spawn_rate": spawn_rate})
         if not answer.get("success"):
             raise LocustWebError(f"Locust refused to swarm {users} users: {answer.get('message')}")
+
+    def reset_stats(self) -> None:
+        """Start Locust's statistics afresh (the web UI's reset button)."""
+        request = urllib.request.Request(f"{self.url}/stats/reset", data=b"", headers=self.headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10):
+                pass
+        except OSError as e:
+            raise LocustWebError(f"Locust at {self.url} did not reset its statistics: {e}") from None
 
     def stop(self) -> None:
         self._call("/stop", {})  # POST: Locust refuses a GET

@@ -3,8 +3,10 @@
 The command opens its own port-forwards to the release's master and Prometheus, starts the swarm through the web
 UI, prints live figures, stops the swarm after the run time, and collects into the run's folder, however the run
 ends: Locust's HTML report, CSVs and statistics (stats.json) from the web UI, and the run's series from the
-release's Prometheus (series.csv). The verdict is the one the release's saturation rules recorded most often over
-the steady part of the run (after every user started).
+release's Prometheus (series.csv). Only the steady window is judged (every user running, until the stop): the
+command resets Locust's statistics when it begins (a worker's report still in flight then, at most 3 s of
+requests, still counts), so the checks read its figures, and the verdict is loadtest.verdict's over the rules'
+steady samples in it.
 """
 from __future__ import annotations
 
@@ -53,6 +55,8 @@ class Result:
     conditions: dict[str, str]
     verdict: verdict.Verdict | None = None
     cpu: dict[str, object] = field(default_factory=dict)
+    window: dict | None = None  # the steady window: start, end (unix time), seconds, ramp-up, stop
+    judged: str | None = None  # the same in words
     notes: list[str] = field(default_factory=list)  # what could not be collected, and why
 
 
@@ -95,9 +99,11 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
             last = 0.0
             while (elapsed := time.time() - started) < run_time_s:
                 time.sleep(min(1.0, run_time_s - elapsed))
-                status = web.status()
-                if steady_from is None and status["state"] == "running" and status["user_count"] == users:
+                state = web.state()
+                if steady_from is None and state["state"] == "running" and state["user_count"] == users:
                     steady_from = time.time()
+                    # Locust's statistics from here on are the steady window's: what the checks judge.
+                    web.reset_stats()
                 if time.time() - last >= PROGRESS_EVERY_S:
                     last = time.time()
                     progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web)}")
@@ -107,6 +113,11 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
             result.notes += _collect_locust_files(web, out)
             if prometheus:
                 result.notes += _collect_series(prometheus, release.name, started, ended, out)
+        if steady_from is not None:
+            result.window = {"start": steady_from, "end": ended, "seconds": round(ended - steady_from, 1),
+                             "ramp_up_s": round(steady_from - started, 1)}
+            result.judged = (f"steady window {ended - steady_from:.0f} s (every user running, until the stop); "
+                             f"ramp-up {steady_from - started:.0f} s and the stop reported, not judged")
         if prometheus:
             if steady_from is None:
                 result.notes.append("no verdict: the swarm never ran all its users")
@@ -122,7 +133,7 @@ def _stop(web: LocustWeb, progress) -> None:
     try:
         web.stop()
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        while web.status()["state"] != "stopped" and time.monotonic() < deadline:
+        while web.state()["state"] != "stopped" and time.monotonic() < deadline:
             time.sleep(0.5)
         time.sleep(REPORT_INTERVAL_S)
         progress("swarm stopped")
@@ -179,7 +190,9 @@ def _verdict(prometheus: Prometheus, release: str, steady_from: float,
         f = measure(prometheus, release, end, hold_s, step)
     except RunFailed as e:  # PrometheusError too
         return None, {}, f"no verdict: {e}"
-    busiest = max(f["worker_cpu"], default=0.0)
+    window = f["window"]
     cpu = {"worker_cpu": f["worker_cpu"], "worker_cpu_cores": f["worker_cpu_cores"],
-           "target_cpu_ratio": f["target_cpu_ratio"], "window": [f["start"], f["end"]]}
-    return verdict.recorded(f["verdicts"], busiest, f["target_cpu_ratio"], f["host_cpu"]), cpu, None
+           "target_cpu_ratio": f["target_cpu_ratio"], "window": [f["start"], f["end"]],
+           "steady_samples": window.samples, "generator_saturated_share": window.generator_share,
+           "target_saturated_share": window.target_share}
+    return verdict.judge(window), cpu, None

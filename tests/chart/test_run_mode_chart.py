@@ -25,6 +25,7 @@ def test_master_is_a_job_that_runs_once_and_judges_the_checks(helm):
     env = {e["name"]: e.get("value") for e in master["env"]}
     assert env["LOADTEST_CHECKS"].splitlines() == ["p95<200ms", "p99[GET /x]<=1s", "fail_ratio<1%", "rps>=100"]
     assert float(env["LOADTEST_CPU_SATURATION"]) == verdict.SATURATED_CPU
+    assert float(env["LOADTEST_SATURATED_SHARE"]) == verdict.SATURATED_SHARE
     assert not rendered.of_kind("Deployment") or all(
         d["metadata"]["name"] not in ("lt-locust-master", "lt-locust-worker") for d in rendered.of_kind("Deployment"))
 
@@ -37,6 +38,16 @@ def test_workers_are_a_job_that_ends_with_the_run(helm):
     assert "--worker" in container(rendered, "Job", "lt-locust-worker")["args"]
 
 
+def test_a_run_judges_its_steady_window_on_master_and_workers_alike(helm):
+    """Locust resets its statistics once every user runs only where master and workers both ask for it."""
+    rendered = helm.render(None, *RUN)
+    for job in ("lt-locust-master", "lt-locust-worker"):
+        env = {e["name"]: e.get("value") for e in container(rendered, "Job", job)["env"]}
+        assert env["LOCUST_RESET_STATS"] == "true", job
+    stepped = helm.render(None, *RUN, "--set", "locust.stepLoad.enabled=true")
+    assert "LOCUST_RESET_STATS" not in {e["name"] for e in container(stepped, "Job", "lt-locust-master")["env"]}
+
+
 def test_a_run_has_no_locust_helm_test_and_the_other_modes_keep_theirs(helm):
     names = [p["metadata"]["name"] for p in helm.render(None, *RUN).of_kind("Pod")]
     assert "lt-test-locust" not in names and "lt-test-backend" in names
@@ -47,7 +58,7 @@ def test_interactive_and_autostart_stay_deployments_without_the_judge(helm):
     for mode in ("interactive", "autostart"):
         rendered = helm.render(None, "--set", f"locust.mode={mode}")
         names = {e["name"] for e in container(rendered, "Deployment", "lt-locust-master")["env"]}
-        assert "LOADTEST_CHECKS" not in names
+        assert "LOADTEST_CHECKS" not in names and "LOCUST_RESET_STATS" not in names
         assert not rendered.of_kind("Job")
 
 

@@ -3,6 +3,7 @@ Locust processes: checks that pass and fail on purpose, a starved generator givi
 folder a pipeline keeps (its JUnit read by a JUnit reader), and an interrupted run that still leaves its folder."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ import junitparser
 import pytest
 
 from loadtest import checks, paths, scenarios, verdict
-from loadtest.runtime.locust import MASTER, Locust
+from loadtest.runtime.locust import MASTER, RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
 
 LOCUST_FILES = {"report.html", "stats.json", "stats_stats.csv", "stats_stats_history.csv", "stats_failures.csv",
@@ -76,7 +77,8 @@ def test_a_check_that_fails_exits_1_and_fails_its_junit_case(tmp_path):
     assert [c.is_passed for c in suite] == [True, False, True]
 
 
-def test_a_starved_generator_makes_the_run_invalid_exit_3(tmp_path):
+def test_a_starved_generator_makes_the_run_invalid_exit_3(tmp_path, cpu_hog):
+    """With a CPU hog beside it: on a busy machine too, a saturated generator is never called healthy."""
     out = tmp_path / "starved"
     # One worker, 100 users without a pause: the worker is the limit at a fraction of what nginx serves.
     result = loadtest_run(out, "--workers", "1", "--users", "100", "--run-time", "6s", "--check", "fail_ratio<1%")
@@ -85,6 +87,16 @@ def test_a_starved_generator_makes_the_run_invalid_exit_3(tmp_path):
     data = json.loads((out / "result.json").read_text())
     assert data["verdict"]["kind"] == verdict.GENERATOR_BOUND and data["checks"][0]["passed"]
     assert "INVALID" in (out / "summary.md").read_text()
+    # What was judged: the steady window only, and most of it saturated.
+    window = data["window"]
+    assert window["samples"] >= 3 and window["start"] < window["end"] <= data["ended"], window
+    assert data["cpu"]["generator_saturated_share"] >= verdict.SATURATED_SHARE, data["cpu"]
+    assert "steady window" in (out / "summary.md").read_text()
+    rows = list(csv.DictReader((out / "series.csv").open()))
+    steady = [r for r in rows if r["phase"] == "steady"]
+    assert len(steady) == window["samples"] and rows[0]["phase"] == "ramp-up", rows
+    # Per second, real rates: every steady second counted requests.
+    assert all(int(r["rps"]) > 0 for r in steady), rows
 
 
 def test_bad_checks_are_refused_before_anything_starts(tmp_path):
@@ -95,8 +107,7 @@ def test_bad_checks_are_refused_before_anything_starts(tmp_path):
 
 def counted(series) -> bool:
     """Whether the run's series shows a second with requests counted."""
-    lines = series.read_text().splitlines()[1:] if series.exists() else []
-    return any(float(line.split(",")[2]) > 0 for line in lines)
+    return series.exists() and any(float(row["rps"]) > 0 for row in csv.DictReader(series.open()))
 
 
 def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
@@ -126,9 +137,10 @@ def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
 
 
 def judged_master(tmp_path, url, checks_text, users, wait_s, worker_cores=None, quotas=None, run_time_s=8):
-    """The chart's mode run on loopback: a headless master that ends the run itself, with LOADTEST_CHECKS and the
-    rules' threshold as the chart sets them, and one worker (in a CPU quota when `worker_cores`)."""
+    """The chart's mode run on loopback: a headless master that ends the run itself, with LOADTEST_CHECKS, the
+    rules' thresholds and LOCUST_RESET_STATS as the chart sets them, and one worker (in a CPU quota when `worker_cores`)."""
     env = {"LOADTEST_CHECKS": checks_text, "LOADTEST_CPU_SATURATION": f"{verdict.SATURATED_CPU:g}",
+           "LOADTEST_SATURATED_SHARE": f"{verdict.SATURATED_SHARE:g}", RESET_STATS_ENV: "true",
            "LOADTEST_WAIT": f"{wait_s:g}", "LOADTEST_PATH": "/1kb"}
     with Processes(tmp_path) as procs:
         locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env=env)

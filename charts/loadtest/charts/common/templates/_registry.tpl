@@ -29,3 +29,8 @@
 {{- define "common.cpuSaturation" -}}
 0.9
 {{- end -}}
+
+{{/* The share of the steady window's samples in which a saturated worker was the limit: the saturation rules' threshold, which the master of mode run judges its workers by too. */}}
+{{- define "common.saturatedShare" -}}
+0.5
+{{- end -}}

@@ -2,10 +2,13 @@
 (loadtest_checks' syntax), and whether the generator was the limit, set as Locust's exit code.
 
 Importing this module registers it (loadtest_lib imports it, so every scenario and loadtest_plugin do). It does
-nothing unless LOADTEST_CHECKS is set (empty: no checks, the generator is still judged). The generator was the limit when a worker's mean CPU over the run reached
-LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or one core: a worker is one process); the chart sets that
-threshold from the saturation rules, the one place it is kept. Each worker's CPU is Locust's own heartbeat
-measurement, and its limit the one loadtest_metrics adds to the worker's reports.
+nothing unless LOADTEST_CHECKS is set (empty: no checks, the generator is still judged). Only the steady window is
+judged, as everywhere in loadtest: the chart sets LOCUST_RESET_STATS, so Locust's statistics (the checks' figures)
+start once every user runs, and a worker's CPU is sampled only while every user runs. The generator was the limit
+when a worker was at LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or one core: a worker is one process) in
+at least LOADTEST_SATURATED_SHARE of its samples; the chart sets both from the saturation rules, the one place they
+are kept. Each worker's CPU is Locust's own heartbeat measurement, and its limit the one loadtest_metrics adds to
+the worker's reports.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries
 
 CHECKS_ENV = "LOADTEST_CHECKS"
 SATURATION_ENV = "LOADTEST_CPU_SATURATION"
+SHARE_ENV = "LOADTEST_SATURATED_SHARE"
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +54,10 @@ class WorkerCpu:
         """The highest mean of any worker; None when the run was too short to measure one."""
         return max((sum(s) / len(s) for s in self.samples.values() if s), default=None)
 
+    def saturated_share(self, threshold: float) -> float | None:
+        """The highest share of any worker's samples at `threshold` or above; None when none was measured."""
+        return max((sum(c >= threshold for c in s) / len(s) for s in self.samples.values() if s), default=None)
+
 
 @events.init.add_listener
 def _register(environment, **_):
@@ -58,13 +66,14 @@ def _register(environment, **_):
     text = os.environ[CHECKS_ENV]
     try:
         checks = loadtest_checks.parse_all([text])
-        saturated = float(os.environ[SATURATION_ENV])
+        saturated, share = float(os.environ[SATURATION_ENV]), float(os.environ[SHARE_ENV])
     except loadtest_checks.CheckError as e:
         logger.error("%s: %s", CHECKS_ENV, e)
         raise SystemExit(loadtest_checks.BAD_INPUT) from None
     except (KeyError, ValueError):
-        logger.error("%s needs %s, the share of a worker's CPU at which it is saturated (e.g. 0.9)",
-                     CHECKS_ENV, SATURATION_ENV)
+        logger.error("%s needs %s, the share of a worker's CPU at which it is saturated (e.g. 0.9), and %s, the "
+                     "share of the steady window's samples in which a saturated worker was the limit (e.g. 0.5)",
+                     CHECKS_ENV, SATURATION_ENV, SHARE_ENV)
         raise SystemExit(loadtest_checks.BAD_INPUT) from None
     cpu = WorkerCpu(environment.runner)
     environment.events.worker_report.add_listener(cpu.add)
@@ -77,13 +86,13 @@ def _register(environment, **_):
         outcomes = loadtest_checks.judge(checks, figures)
         for outcome in outcomes:
             logger.info("check %s", outcome.describe())
-        busiest = cpu.busiest()
-        bound = busiest is not None and busiest >= saturated
+        busiest, hot = cpu.busiest(), cpu.saturated_share(saturated)
+        bound = hot is not None and hot >= share
         code = loadtest_checks.exit_code(outcomes, bound, figures[loadtest_checks.AGGREGATED].requests)
         if busiest is None:
             logger.warning("no worker CPU measured: the run was shorter than %d s", 2 * CPU_MONITOR_INTERVAL)
         else:
-            logger.info("busiest worker at %.0f%% of its CPU ceiling%s", busiest * 100,
-                        " (generator-bound)" if bound else "")
+            logger.info("busiest worker at %.0f%% of its CPU ceiling on average, saturated in %.0f%% of the steady "
+                        "window%s", busiest * 100, hot * 100, " (generator-bound)" if bound else "")
         logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code])
         environment.process_exit_code = code

@@ -14,7 +14,8 @@ With LOADTEST_WORKER_READY_FILE set, a worker creates that file once the master 
 readiness probe, so a rolling update removes an old worker only after its replacement joined the run.
 
 The master's web UI also serves the run's statistics as Locust's --json-file writes them, at /loadtest/stats.json,
-for a run driven through the web UI (`loadtest run --release`).
+for a run driven through the web UI (`loadtest run --release`), and the runner's state and user count as they are
+now (the web UI's own figures are cached for seconds) at /loadtest/state.
 
 Metrics (counters reset when Locust resets its statistics; Prometheus' rate() handles that):
   locust_runner_state{state}                      1 for the runner's current state, 0 for the others
@@ -56,6 +57,8 @@ PORT_ENV = "LOADTEST_METRICS_PORT"
 READY_FILE_ENV = "LOADTEST_WORKER_READY_FILE"
 # The run's statistics in Locust's --json-file format, on the web UI (behind its login).
 STATS_JSON_ROUTE = "/loadtest/stats.json"
+# The runner's state and user count, uncached.
+STATE_ROUTE = "/loadtest/state"
 # Key of this plugin's part of a worker's stats report.
 REPORT_KEY = "loadtest_metrics"
 STATES = (STATE_INIT, STATE_SPAWNING, STATE_RUNNING, STATE_CLEANUP, STATE_STOPPING, STATE_STOPPED, STATE_MISSING)
@@ -263,6 +266,15 @@ def _serve(environment, registry, web_ui) -> None:
         def metrics():
             return Response(prometheus_client.generate_latest(registry),
                             headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+
+        @web_ui.app.route(STATE_ROUTE)
+        @web_ui.auth_required_if_enabled
+        def state():
+            # The runner's state now: the web UI's /stats/requests is cached for seconds, too late to tell when every
+            # user started running and when the run stopped, the edges of the steady window that is judged.
+            runner = environment.runner
+            return Response(json.dumps({"state": runner.state, "user_count": runner.user_count}),
+                            headers={"Content-Type": "application/json"})
 
         @web_ui.app.route(STATS_JSON_ROUTE)
         @web_ui.auth_required_if_enabled

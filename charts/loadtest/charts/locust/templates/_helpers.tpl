@@ -96,6 +96,12 @@ the user's extraEnv.
   value: {{ join ":" $path }}
 - name: LOADTEST_ROUTES
   value: {{ $values.routes | int64 | quote }}
+{{- if and (eq $values.mode "run") (not $values.stepLoad.enabled) }}
+{{- /* A judged run's figures are its steady window's: Locust resets its statistics once every user runs, on the
+master and on each worker, as Locust asks. (Step load spawns at every step: its run keeps every step.) */}}
+- name: LOCUST_RESET_STATS
+  value: "true"
+{{- end }}
 {{- with $values.stepLoad }}
 {{- if .enabled }}
 - name: LOADTEST_STEP_USERS
