@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import checks, locuststats, runresult, units, verdict
+from .. import checks, locuststats, runresult, units
 from ..errors import RunFailed, UsageError
 from ..runtime import localrun, release, releaserun
 from . import local

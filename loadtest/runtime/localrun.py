@@ -310,6 +310,12 @@ def conditions(result: Result, spawn_rate: float, wait_s: float, host: str | Non
         "where": f"this machine: {cpu_model()}, {os.cpu_count()} cores shared by generator and target",
         "workers": str(result.workers), "users": str(result.users), "spawn rate": f"{spawn_rate:g}/s",
         "run time": f"{result.run_time_s} s", "think time per user": f"{wait_s:g} s",
-        "versions": f"chart {paths.chart_version()}, Locust {locust.__version__}, nginx {tools.version('nginx')}, "
-                    f"HAProxy {tools.version('haproxy')}",
+        "versions": f"chart {paths.chart_version()}, {versions(result.target, host)}",
     }
+
+
+def versions(target: str, host: str | None) -> str:
+    """Locust's version and those of the programs the run started: nginx (the backend) and HAProxy when it was the
+    target; none for the user's --host. A program the run did not use need not be installed."""
+    used = [] if host else [("nginx", "nginx")] + ([("HAProxy", "haproxy")] if target == "haproxy" else [])
+    return ", ".join([f"Locust {locust.__version__}", *(f"{name} {tools.version(tool)}" for name, tool in used)])

@@ -14,7 +14,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import locust
 import yaml
 
 from .. import rules, scenarios, targets
@@ -24,7 +23,7 @@ from . import tools
 from .cpu import CpuMeter, cpu_model
 from .locust import MASTER, Locust
 from .locustweb import LocustWeb, LocustWebError
-from .localrun import describe
+from .localrun import describe, versions
 from .processes import LOCAL_HOST, STARTUP_TIMEOUT_S, free_port
 from .prom import Prometheus, PrometheusError
 from .stack import Stack
@@ -169,8 +168,7 @@ class LocalDriver:
             "where": f"this machine: {cpu_model()}, {os.cpu_count()} cores shared by generator "
                      "and target",
             "node types": "none (local stack)",
-            "versions": f"Locust {locust.__version__}, nginx {tools.version('nginx')}, "
-                        f"HAProxy {tools.version('haproxy')}",
+            "versions": versions(self.target, None),
             "think time per user": f"{self.wait_s:g} s",
             "chart values set": ", ".join(f"{k}={v}" for k, v in self.values.items()) or "none",
             "target CPU from": "HAProxy's busy time (Prometheus)" if self.target == "haproxy"

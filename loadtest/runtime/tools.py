@@ -11,14 +11,15 @@ import subprocess
 from pathlib import Path
 
 from .. import paths
-from ..errors import RunFailed
+from ..errors import UsageError
 
 SYSTEM_DIRS = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
 
-class ToolMissing(RunFailed):
-    pass
+class ToolMissing(UsageError):
+    """A program loadtest needs is not installed: a set-up step is missing (exit 2, the step named), not a failed
+    run."""
 
 
 def find(name: str) -> str:
@@ -33,7 +34,11 @@ def find(name: str) -> str:
 
 
 def version(name: str, flag: str = "-v") -> str:
-    """The first version number a tool prints for `flag`, or "unknown"."""
-    out = subprocess.run([find(name), flag], capture_output=True, text=True, timeout=10)
+    """The first version number a tool prints for `flag`, "unknown", or "not installed"."""
+    try:
+        path = find(name)
+    except ToolMissing:
+        return "not installed"
+    out = subprocess.run([path, flag], capture_output=True, text=True, timeout=10)
     found = VERSION.search(out.stdout + out.stderr)
     return found.group(0) if found else "unknown"

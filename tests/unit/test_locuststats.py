@@ -22,3 +22,9 @@ def test_totals_merge_every_request_name(tmp_path):
 
 def test_no_file_means_no_stats(tmp_path):
     assert locuststats.read(tmp_path / "missing.json") is None
+
+
+def test_per_second_counts_every_request_name_by_the_second_it_was_made():
+    entries = [{"num_reqs_per_sec": {"100": 5, "101": 7}, "num_fail_per_sec": {"101": 1}},
+               {"num_reqs_per_sec": {101: 3}, "num_fail_per_sec": {}}]
+    assert locuststats.per_second(entries) == {100: (5, 0), 101: (10, 1)}
