@@ -87,6 +87,7 @@ def test_a_starved_generator_makes_the_run_invalid_exit_3(tmp_path, cpu_hog):
     data = json.loads((out / "result.json").read_text())
     assert data["verdict"]["kind"] == verdict.GENERATOR_BOUND and data["checks"][0]["passed"]
     assert "INVALID" in (out / "summary.md").read_text()
+    print(f"\n{data['verdict']['reason']}\n{data['window']}")
     # What was judged: the steady window only, and most of it saturated.
     window = data["window"]
     assert window["samples"] >= 3 and window["start"] < window["end"] <= data["ended"], window
