@@ -54,24 +54,29 @@ def own_test(name: str, entry: dict) -> Scenario:
 
 
 def load_calibration(path: Path | None = None) -> Calibration:
-    path = path or DEFAULT_FILE
+    """The figures of a calibration file: `path` (which must exist), or the default file when there is one, else the
+    scenarios' labelled defaults."""
     figures = {n: s.default_rps_per_core for n, s in SCENARIOS.items()}
-    if not path.exists():
+    if path is None and not DEFAULT_FILE.exists():
         return Calibration(figures,
                            "defaults (no calibration file: run `loadtest calibrate` for figures from your machine)")
+    path = path or DEFAULT_FILE
+    if not path.exists():
+        raise CalibrationError(f"--calibration {path}: no such file; write it with `loadtest calibrate --output "
+                               f"{path}`, or leave --calibration out for {DEFAULT_FILE} or the defaults")
     try:
         data = json.loads(path.read_text())
         measured = data["scenarios"]
         source = f"calibration {path} ({data['date']}, Locust {data['locust_version']}, {data['cpu_model']})"
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise CalibrationError(f"--calibration {path}: not a calibration file ({e}); write one with "
-                               "`loadtest calibrate`") from None
-    figures.update({name: m["rps_per_core"] for name, m in measured.items()
-                    if name in SCENARIOS and m.get("user_class", SCENARIOS[name].user_class)
-                    == SCENARIOS[name].user_class})
-    own = {name: own_test(name, m) for name, m in measured.items() if "locustfile" in m and name not in SCENARIOS}
+        figures.update({name: float(m["rps_per_core"]) for name, m in measured.items()
+                        if name in SCENARIOS and m.get("user_class", SCENARIOS[name].user_class)
+                        == SCENARIOS[name].user_class})
+        own = {name: own_test(name, m) for name, m in measured.items() if "locustfile" in m and name not in SCENARIOS}
+        swept = [f"{name} from {m['source']}" for name, m in measured.items() if m.get("source")]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise CalibrationError(f"--calibration {path}: not a calibration file ({type(e).__name__}: {e}); write one "
+                               "with `loadtest calibrate`") from None
     figures.update({name: t.default_rps_per_core for name, t in own.items()})
-    swept = [f"{name} from {m['source']}" for name, m in measured.items() if m.get("source")]
     return Calibration(figures, "; ".join([source, *swept]), own)
 
 
@@ -95,21 +100,23 @@ def from_sweep(path: Path) -> tuple[str, dict]:
     try:
         data = json.loads(file.read_text())
         conditions, steps = data["conditions"], data["steps"]
-    except (OSError, ValueError, KeyError) as e:
-        raise CalibrationError(f"--from-sweep {path}: not a sweep report ({e}); give the folder `loadtest sweep` "
-                               "wrote") from None
-    scenario = conditions.get("scenario")
-    if scenario not in SCENARIOS:
-        raise CalibrationError(f"--from-sweep {path}: scenario {scenario!r} is not one the planner knows")
-    measured = [s for s in steps if s.get("worker_cpu_cores", 0) > 0 and s["requests"] > 0]
-    if not measured:
-        raise CalibrationError(f"--from-sweep {path}: no step has the workers' CPU measured")
-    best = max(measured, key=lambda s: s["worker_cpu_max"])
-    where = conditions.get("node types") if "local" not in conditions.get("node types", "local") \
-        else conditions.get("where", "this machine")
-    return scenario, figure(scenario, best["rps"], best["worker_cpu_cores"], best["failures"],
-                            not saturated(best["worker_cpu_max"]),
-                            source=f"sweep {file}, step {best['step']} ({where}, {conditions.get('date', 'undated')})")
+        scenario = conditions.get("scenario")
+        measured = [s for s in steps if (s.get("worker_cpu_cores") or 0) > 0 and (s.get("requests") or 0) > 0]
+        best = max(measured, key=lambda s: s["worker_cpu_max"]) if measured else None
+        where = conditions.get("node types") if "local" not in conditions.get("node types", "local") \
+            else conditions.get("where", "this machine")
+        if scenario not in SCENARIOS:
+            raise CalibrationError(f"--from-sweep {path}: scenario {scenario!r} is not one the planner knows")
+        if not best:
+            raise CalibrationError(f"--from-sweep {path}: no step has the workers' CPU and requests measured")
+        return scenario, figure(scenario, best["rps"], best["worker_cpu_cores"], best["failures"],
+                                not saturated(best["worker_cpu_max"]), source=f"sweep {file}, step {best['step']} "
+                                f"({where}, {conditions.get('date', 'undated')})")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        if isinstance(e, CalibrationError):
+            raise
+        raise CalibrationError(f"--from-sweep {path}: not a sweep report ({type(e).__name__}: {e}); give the folder "
+                               "`loadtest sweep` wrote") from None
 
 
 def write(path: Path, figures: dict[str, dict], header: dict) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import ResourcesNotFound
+from .errors import ResourcesNotFound, UsageError
 
 HOME_ENV = "LOADTEST_HOME"
 CHART_FILE = Path("charts", "loadtest", "Chart.yaml")
@@ -63,3 +63,19 @@ def chart_version(chart: Path = CHART) -> str:
 def shown(path: Path) -> Path:
     """A path as a message shows it: relative to loadtest's home when inside it."""
     return path.relative_to(HOME) if path.is_relative_to(HOME) else path
+
+
+def check_output(option: str, path: Path, folder: bool = True) -> None:
+    """Refuse, before anything runs or is written, an output `path` that could not be written: a folder (or, with
+    `folder` false, a file) whose nearest existing ancestor is not a folder this user may write in."""
+    if path.exists() and path.is_dir() != folder:
+        raise UsageError(f"{option} {path} is a {'file' if folder else 'folder'}: give "
+                         f"{'a folder' if folder else 'a file name'}")
+    ancestor = path if path.exists() else path.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"{option} {path}: {ancestor} is a file, so nothing can be written under it; give another "
+                         "path")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: you may not write in {ancestor}; give a path you can write")

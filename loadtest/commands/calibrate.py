@@ -18,7 +18,7 @@ from pathlib import Path
 
 import locust
 
-from .. import calibration, scenarios, units
+from .. import calibration, paths, scenarios, units
 from ..errors import UsageError
 from ..runtime import calibrate, localrun
 from ..runtime.cpu import cpu_model
@@ -26,6 +26,7 @@ from . import owntest
 
 
 def from_sweep(args) -> int:
+    paths.check_output("--output", Path(args.output), folder=False)
     scenario, figure = calibration.from_sweep(Path(args.from_sweep))
     out = Path(args.output)
     calibration.merge(out, scenario, figure, {"locust_version": locust.__version__,
@@ -33,8 +34,14 @@ def from_sweep(args) -> int:
     bound = " (workers not saturated: a lower bound)" if figure["lower_bound"] else ""
     print(f"{scenario}: {figure['rps']:,.0f} RPS on {figure['worker_cpu']:.2f} worker cores -> "
           f"{figure['rps_per_core']:,} RPS per worker core{bound}, from {figure['source']}")
-    print(f"wrote {out}; `loadtest plan` uses it from now on")
+    print(f"wrote {out}; {plan_hint(out)}")
     return 0
+
+
+def plan_hint(out: Path, scenario: str | None = None) -> str:
+    """How `loadtest plan` reads the file just written: by itself from the default place, else with --calibration."""
+    option = "" if out.resolve() == calibration.DEFAULT_FILE.resolve() else f" --calibration {out}"
+    return f"size for it with `loadtest plan{f' --scenario {scenario}' if scenario else ''}{option} --target-rps N`"
 
 
 def own_test(args, run_time_s: int) -> int:
@@ -48,7 +55,7 @@ def own_test(args, run_time_s: int) -> int:
     note = " (worker not saturated, a lower bound: with think time, raise --users)" if f["lower_bound"] else ""
     print(f"  {test.name:<15} {f['rps']:>9,.0f} RPS at {f['worker_cpu']:.0%} of a core -> "
           f"{f['rps_per_core']:>7,} RPS per worker core{note}")
-    print(f"wrote {out}; size for it with `loadtest plan --scenario {test.name} --target-rps N`")
+    print(f"wrote {out}; {plan_hint(out, test.name)}")
     return 0 if f["failures"] == 0 else 1
 
 
@@ -59,6 +66,7 @@ def run(args) -> int:
         raise UsageError(f"--users {args.users}: give at least 1")
     owntest.check(args)
     run_time_s = units.parse_duration_s(args.run_time)
+    paths.check_output("--output", Path(args.output), folder=False)
     if args.locustfile:
         return own_test(args, run_time_s)
     unknown = [s for s in args.scenarios if s not in scenarios.SCENARIOS]
@@ -75,7 +83,7 @@ def run(args) -> int:
     out = Path(args.output)
     calibration.write(out, figures, {"locust_version": locust.__version__, "cpu_model": cpu_model(),
                                      "cores": os.cpu_count(), "run_time_s": run_time_s})
-    print(f"wrote {out}; `loadtest plan` uses it from now on")
+    print(f"wrote {out}; {plan_hint(out)}")
     return 0 if all(f["failures"] == 0 for f in figures.values()) else 1
 
 

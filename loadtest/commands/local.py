@@ -12,6 +12,7 @@ you give `--host`.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from .. import scenarios, targets, units
+from .. import paths, scenarios, targets, units
 from ..errors import UsageError
 from ..runtime import localrun
 from . import owntest
@@ -62,6 +63,8 @@ def prepare(args) -> LocalRun:
         raise UsageError("--workers must be at least 1")
     if args.users < 0 or args.spawn_rate < 0:
         raise UsageError("--users and --spawn-rate cannot be negative")
+    if not math.isfinite(args.spawn_rate) or not math.isfinite(args.wait):
+        raise UsageError(f"--spawn-rate {args.spawn_rate:g} --wait {args.wait:g}: give finite numbers")
     if not 1 <= run_time_s <= 3600:
         raise UsageError("--run-time must be between 1 s and 1 h")
     users = args.users or 50 * args.workers
@@ -93,7 +96,11 @@ def start(args, plan: LocalRun, workdir: Path) -> localrun.Result:
 
 
 def run(args) -> int:
+    if not 0 <= args.max_failure_ratio <= 1:
+        raise UsageError(f"--max-failure-ratio {args.max_failure_ratio:g}: a share between 0 and 1 (0.01 is 1 %)")
     plan = prepare(args)
+    if args.output:
+        paths.check_output("--output", Path(args.output))
     workdir = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="loadtest-local-"))
     try:
         result = start(args, plan, workdir)

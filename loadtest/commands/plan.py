@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import planner, profiles, scenarios, units, valuesgen
+from .. import paths, planner, profiles, scenarios, units, valuesgen
 from ..calibration import DEFAULT_FILE, load_calibration
 from ..errors import UsageError
 
 
 def run(args) -> int:
     node_types = [t.strip() for t in args.node_types.split(",") if t.strip()]
+    if args.write_values:
+        paths.check_output("--write-values", Path(args.write_values), folder=False)
     calibration = load_calibration(Path(args.calibration) if args.calibration else None)
     options = planner.plan(args.target_rps, args.scenario, node_types, args.headroom, calibration, args.max_nodes)
     chosen = options[0]

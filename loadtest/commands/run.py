@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import checks, locuststats, runresult, units
+from .. import checks, locuststats, paths, runresult, units
 from ..errors import RunFailed, UsageError
 from ..runtime import localrun, release, releaserun
 from . import local
@@ -46,12 +46,17 @@ def print_outcomes(report: runresult.RunReport, files: dict[str, Path], out=prin
 
 
 def run(args) -> int:
+    if any(not text.strip() for text in args.check):
+        raise UsageError("--check '': give a check such as 'p95<200ms', or leave --check out")
+    if args.release is not None and not args.release.strip():
+        raise UsageError("--release '': give the installed release's name (helm list -A shows them)")
     judged = checks.parse(args.check)
     if args.release:
         return run_release(args, judged)
     plan = local.prepare(args)
     out = Path(args.output) if args.output else runresult.new_folder(RUNS, plan.name)
     runresult.check_output(out, args.force)
+    paths.check_output("--output", out)
     started = time.time()
     conditions = {"scenario": plan.name, "target": args.host or args.target, "users": str(plan.users),
                   "run time": f"{plan.run_time_s} s"}
@@ -95,6 +100,7 @@ def run_release(args, judged: list[checks.Check]) -> int:
         raise UsageError("--run-time must be between 1 s and 24 h; --users and --spawn-rate cannot be negative")
     out = Path(args.output) if args.output else runresult.new_folder(RUNS, args.release)
     runresult.check_output(out, args.force)
+    paths.check_output("--output", out)
     target = release.Release(args.release, args.namespace, Path(args.kubeconfig) if args.kubeconfig else None)
     started = time.time()
     result = releaserun.Result({"release": f"{args.release} (namespace {args.namespace})"})

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import catalog, sizing, units
+from ..errors import UsageError
 
 
 def run(args) -> int:
@@ -9,6 +10,10 @@ def run(args) -> int:
     worker_cpu = units.parse_cpu_m(args.worker_cpu)
     worker_mem = units.parse_memory_mi(args.worker_memory)
     plan = sizing.plan_workers(shape, args.nodes, worker_cpu_m=worker_cpu, worker_memory_mi=worker_mem)
+    if plan.replicas == 0:
+        raise UsageError(f"--worker-cpu {units.cpu(worker_cpu)} --worker-memory {units.memory(worker_mem)}: no worker "
+                         f"fits a {args.node_type} beside its DaemonSets and the master ({'; '.join(plan.explain())}); "
+                         "give smaller workers or a larger --node-type")
     print(f"{args.nodes} x {args.node_type}: {plan.replicas} workers at {units.cpu(worker_cpu)}")
     if warning := sizing.thin_worker_warning(worker_cpu):
         print(f"  WARNING: {warning}")

@@ -50,6 +50,7 @@ def check_output(out: Path, force: bool) -> None:
 
 def run(args) -> int:
     check_output(Path(args.output), args.force)
+    paths.check_output("--output", Path(args.output))
     spec = Spec(kind=args.sweep, loads=parse_steps(args.steps),
                 warmup_s=units.parse_duration_s(args.warmup, "--warmup"),
                 hold_s=units.parse_duration_s(args.hold, "--hold"),

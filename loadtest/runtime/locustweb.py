@@ -37,7 +37,11 @@ class LocustWeb:
         self.headers = {}
         if credentials:
             self.headers["Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
-        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        try:
+            port = parts.port
+        except ValueError:
+            raise UsageError(f"Locust URL {url!r}: its port is not a number from 1 to 65535") from None
+        netloc = parts.hostname + (f":{port}" if port else "")
         self.url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
     def _call(self, path: str, form: dict | None = None) -> dict:

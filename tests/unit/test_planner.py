@@ -72,8 +72,14 @@ def test_calibration_file_overrides_defaults_and_names_its_source(tmp_path):
     assert "Test CPU" in cal.source
 
 
-def test_missing_calibration_says_it_uses_defaults(tmp_path):
-    assert "defaults" in calibration.load_calibration(tmp_path / "none.json").source
+def test_no_calibration_file_says_it_uses_defaults(tmp_path, monkeypatch):
+    monkeypatch.setattr(calibration, "DEFAULT_FILE", tmp_path / "none.json")
+    assert "defaults" in calibration.load_calibration().source
+
+
+def test_a_calibration_file_named_but_missing_is_refused_not_replaced_by_defaults(tmp_path):
+    with pytest.raises(calibration.CalibrationError, match="no such file"):
+        calibration.load_calibration(tmp_path / "none.json")
 
 
 def test_target_side_suggests_nginx_cpus_from_the_published_table():
@@ -82,10 +88,11 @@ def test_target_side_suggests_nginx_cpus_from_the_published_table():
     assert "above the published table" in planner.target_suggestion(400_000, scenarios.get("keepalive_1kb"))
 
 
-def test_plan_cli_writes_values_for_the_cheapest_option(tmp_path, capsys):
+def test_plan_cli_writes_values_for_the_cheapest_option(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(calibration, "DEFAULT_FILE", tmp_path / "none.json")  # the defaults, whatever this machine has
     out = tmp_path / "planned.yaml"
     assert commands.main(["plan", "--target-rps", "20000", "--node-types", "m5.large,c5.xlarge",
-                     "--calibration", str(tmp_path / "none.json"), "--write-values", str(out)]) == 0
+                          "--write-values", str(out)]) == 0
     text = capsys.readouterr().out
     assert "USD/1k RPS" in text and "Target side" in text
     assert "nodeType: \"c5.xlarge\"" in out.read_text()
