@@ -149,7 +149,12 @@ def compare(baseline: Path, current: Path, limits: Limits) -> Comparison:
     kind_c, cur = load(current)
     if kind_b != kind_c:
         raise UsageError(f"{baseline} is a {kind_b} and {current} a {kind_c}: compare two runs or two sweeps")
-    figures, invalid = (runs if kind_b == "run" else sweeps)(base, cur, limits)
+    try:
+        figures, invalid = (runs if kind_b == "run" else sweeps)(base, cur, limits)
+    except (KeyError, IndexError, TypeError, AttributeError) as e:
+        name = "result.json" if kind_b == "run" else "sweep.json"
+        raise UsageError(f"{baseline} or {current}: a {name} without what a comparison reads ({type(e).__name__}: "
+                         f"{e}); give the folders `loadtest {kind_b}` wrote") from None
     return Comparison(kind_b, baseline, current, figures, invalid)
 
 

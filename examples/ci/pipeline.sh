@@ -6,7 +6,7 @@
 #   examples/ci/pipeline.sh release   install (interactive), `loadtest run --release` collects everything, compare
 #
 # Settings (environment): RESULTS (folder the job keeps as artifacts, default ./loadtest-results), BASELINE (a
-# results folder of an earlier run to compare with; none: nothing compared), MAX_RPS_DROP and MAX_P95_RISE (the
+# results folder of an earlier run to compare with; unset or not there yet: nothing compared), MAX_RPS_DROP and MAX_P95_RISE (the
 # comparison's limits, default 5% and 10%), CHECKS (comma-separated checks);
 # for cluster and release: RELEASE, NAMESPACE, VALUES (the node type's values file), RUN_TIME, USERS.
 # Exit code: loadtest's own (0 passed, 1 a check failed or a regression, 2 bad input, 3 invalid: generator-bound).
@@ -20,6 +20,10 @@ mkdir -p "$results"
 
 compare_with_baseline() {  # $1: this run's folder
     [ -n "${BASELINE:-}" ] || return 0
+    if [ ! -e "$BASELINE" ]; then  # the first run of a pipeline: it becomes the baseline
+        echo "pipeline.sh: no baseline at $BASELINE yet, nothing compared; keep $1 as the baseline" >&2
+        return 0
+    fi
     loadtest compare "$BASELINE" "$1" --max-rps-drop "${MAX_RPS_DROP:-5%}" --max-p95-rise "${MAX_P95_RISE:-10%}" \
         --markdown "$results/comparison.md"
 }

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import compare
+from .. import compare, paths
 
 
 def run(args) -> int:
+    if args.markdown:
+        paths.check_output("--markdown", Path(args.markdown), folder=False)
     limits = compare.Limits(compare.parse_share(args.max_rps_drop, "--max-rps-drop"),
                             compare.parse_share(args.max_p95_rise, "--max-p95-rise"))
     comparison = compare.compare(Path(args.baseline), Path(args.current), limits)

@@ -181,13 +181,16 @@ def test_the_master_of_a_run_calls_a_worker_at_its_cpu_limit_invalid(tmp_path, n
 
 
 def test_the_example_pipeline_runs_checks_keeps_and_compares(tmp_path):
-    """examples/ci/pipeline.sh local, twice: the first run is the baseline of the second."""
+    """examples/ci/pipeline.sh local, twice, as README types it: the first run, whose BASELINE is not there yet,
+    compares nothing and becomes the baseline of the second."""
     results = tmp_path / "results"
     env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", "RESULTS": str(results),
            "RUN_TIME": "5s", "CHECKS": "fail_ratio<1%,rps>=20", "MAX_P95_RISE": "1000%", "MAX_RPS_DROP": "50%"}
     script = [str(paths.HOME / "examples" / "ci" / "pipeline.sh"), "local"]
-    first = subprocess.run(script, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    first = subprocess.run(script, env={**env, "BASELINE": str(tmp_path / "baseline" / "run")}, capture_output=True,
+                           text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert first.returncode == 0, first.stdout + first.stderr
+    assert "no baseline at" in first.stderr
     (baseline,) = results.iterdir()
     assert (baseline / "checks.xml").exists() and not (results / "comparison.md").exists()
     time.sleep(1)  # the next run's folder is named after its second

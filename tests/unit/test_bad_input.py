@@ -99,6 +99,11 @@ BAD = {
                                     "not a sweep report"),
     "calibrate-from-sweep-no-requests": (["calibrate", "--from-sweep", str(BADTESTS / "sweep-step-no-requests.json")],
                                          "no step has the workers' CPU and requests measured"),
+    "compare-result-without-figures": (["compare", str(BADTESTS / "run-without-figures"),
+                                        str(BADTESTS / "run-without-figures")], "without what a comparison reads"),
+    "compare-markdown-a-folder": (["compare", str(BADTESTS / "run-without-figures"),
+                                   str(BADTESTS / "run-without-figures"), "--markdown", "/etc"],
+                                  "--markdown /etc is a folder"),
     "cluster-no-action": (["cluster"], "action"),
     "unknown-command": (["deploy"], "invalid choice: 'deploy'"),
 }
