@@ -50,10 +50,15 @@ class RunReport:
         total = self.figures.get(checks.AGGREGATED)
         return checks.exit_code(self.outcomes, self.generator_bound, total.requests if total else 0)
 
+    @property
+    def meaning(self) -> str:
+        """What the exit code says of this run: an incomplete one names why, not a check that did not fail."""
+        return f"incomplete: {self.incomplete}" if self.incomplete else checks.EXIT_CODES[self.exit_code]
+
     def to_json(self) -> dict:
         return {
             "complete": self.incomplete is None, "incomplete": self.incomplete,
-            "exit_code": self.exit_code, "meaning": checks.EXIT_CODES[self.exit_code],
+            "exit_code": self.exit_code, "meaning": self.meaning,
             "conditions": self.conditions, "started": self.started, "ended": self.ended,
             "window": self.window, "verdict": asdict(self.verdict) if self.verdict else None, "cpu": self.cpu,
             "checks": [{"check": o.check.text, "measured": o.measured, "passed": o.passed} for o in self.outcomes],
@@ -114,7 +119,7 @@ def summary(report: RunReport) -> str:
     code = report.exit_code
     lines = [f"# Load test run: {report.conditions.get('scenario', '')} against {report.conditions.get('target', '')}",
              "", f"**{'PASSED' if code == checks.PASSED else 'INVALID' if code == checks.GENERATOR_BOUND else 'FAILED'}"
-             f"** (exit code {code}: {checks.EXIT_CODES[code]})", ""]
+             f"** (exit code {code}: {report.meaning})", ""]
     if report.incomplete:
         lines += [f"INCOMPLETE: {report.incomplete}", ""]
     if report.judged:

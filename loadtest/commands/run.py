@@ -40,7 +40,7 @@ def print_outcomes(report: runresult.RunReport, files: dict[str, Path], out=prin
     for outcome in report.outcomes:
         out(f"  check            {outcome.describe()}")
     code = report.exit_code
-    out(f"  exit code        {code}: {checks.EXIT_CODES[code]}")
+    out(f"  exit code        {code}: {report.meaning}")
     out(f"  results          {files['json'].parent} ({', '.join(p.name for p in files.values())}, "
         "report.html, stats*.csv, series.csv)")
 

@@ -84,10 +84,11 @@ def test_result_json_and_summary_carry_the_exit_code(tmp_path, kwargs, code, wor
     assert r.exit_code == code
     files = runresult.write(r, tmp_path / "run")
     data = json.loads(files["json"].read_text())
-    assert (data["exit_code"], data["meaning"]) == (code, checks.EXIT_CODES[code])
+    meaning = "incomplete: interrupted" if "incomplete" in kwargs else checks.EXIT_CODES[code]
+    assert (data["exit_code"], data["meaning"]) == (code, meaning)
     assert data["complete"] is ("incomplete" not in kwargs)
     summary = files["markdown"].read_text()
-    assert f"**{word}** (exit code {code}: {checks.EXIT_CODES[code]})" in summary
+    assert f"**{word}** (exit code {code}: {meaning})" in summary
     assert ("INCOMPLETE: interrupted" in summary) is ("incomplete" in kwargs)
 
 
@@ -137,3 +138,10 @@ def test_check_output_refuses_a_folder_holding_a_run_unless_forced(tmp_path):
     with pytest.raises(UsageError, match="--force"):
         runresult.check_output(tmp_path, force=False)
     runresult.check_output(tmp_path, force=True)
+
+
+def test_an_incomplete_run_says_why_its_exit_code_is_1_not_that_a_check_failed():
+    report = runresult.RunReport({}, 0.0, 1.0, incomplete="no steady window: users were still being spawned after 9 s")
+    assert report.exit_code == checks.CHECK_FAILED
+    assert report.meaning == "incomplete: no steady window: users were still being spawned after 9 s"
+    assert report.to_json()["meaning"] == report.meaning and "a check failed" not in runresult.summary(report)
