@@ -75,6 +75,8 @@ def test_notes_say_where_the_verdict_and_exit_code_are(helm, tmp_path):
     ((*RUN[:6], "--set-json", 'locust.checks=["p95<200"]'), 'locust.checks[0] "p95<200" is not METRIC[NAME] OP'),
     ((*RUN[:6], "--set-json", 'locust.checks=["rps>=5s"]'), "rps without unit"),
     ((*RUN[:6], "--set-json", 'locust.checks=[""]'), "checks.0"),
+    ((*RUN[:6], "--set-json", 'locust.checks=["fail_ratio<200%"]'), '"fail_ratio<200%": a fail ratio is at most 100%'),
+    ((*RUN[:6], "--set-json", 'locust.checks=["fail_ratio[/x]<=1.5"]'), "a fail ratio is at most 100% (or 1)"),
     ((*RUN[:6], "--set", "locust.extraEnv[0].name=LOADTEST_CHECKS", "--set", "locust.extraEnv[0].value=x"),
      "LOADTEST_CHECKS"),
 ])
