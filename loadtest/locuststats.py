@@ -40,6 +40,34 @@ def per_second(entries: list[dict]) -> dict[int, tuple[int, int]]:
     return {second: (requests, failures) for second, (requests, failures) in counts.items()}
 
 
+# How far back the live RPS looks: Locust's own current_rps looks 12 s back too, but says 0 until 3 s have passed.
+LIVE_RPS_S = 10
+
+
+class PerSecond:
+    """The requests and failures Locust counted per second of the run, as the master's statistics show them over
+    time (per_second of each snapshot): the most seen of a second is kept, since Locust may reset its statistics
+    (once every user runs) and a second counted before that keeps its count."""
+
+    def __init__(self):
+        self.counts: dict[int, tuple[int, int]] = {}
+
+    def count(self, entries: list[dict]) -> None:
+        for second, (requests, failures) in per_second(entries).items():
+            seen = self.counts.get(second, (0, 0))
+            self.counts[second] = (max(seen[0], requests), max(seen[1], failures))
+
+    def live_rps(self) -> float | None:
+        """Requests per second over the last seconds the workers have reported, the swarm's first second (it began
+        in it) and the newest (still being counted) left out; None before the first report."""
+        reported = [s for s, (requests, _) in self.counts.items() if requests]
+        if not reported:
+            return None
+        first, last = min(reported), max(reported)
+        seconds = range(max(first + 1, last - LIVE_RPS_S), last) or range(first, last + 1)
+        return sum(self.counts.get(s, (0, 0))[0] for s in seconds) / len(seconds)
+
+
 def read(path: Path) -> RunStats | None:
     """Totals over every request name in Locust's --json-file output (None when Locust wrote none)."""
     if not path.exists():

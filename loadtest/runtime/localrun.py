@@ -102,8 +102,6 @@ def own_test(locustfile: str, requirements: str | None = None, progress=print) -
 
 # A second's requests are all counted once every worker has sent its report after it: workers report every 3 s.
 REPORT_LAG_S = 4
-# How far back the live RPS looks: Locust's own current_rps looks 12 s back too, but says 0 until 3 s have passed.
-LIVE_RPS_S = 10
 
 
 class Series:
@@ -119,26 +117,8 @@ class Series:
         self.file = path.open("w", newline="")
         self.writer = csv.writer(self.file)
         self.writer.writerow(self.COLUMNS)
-        self.counts: dict[int, tuple[int, int]] = {}  # second -> (requests, failures), the most seen
+        self.rates = locuststats.PerSecond()
         self.pending: list[tuple[int, list]] = []  # (second, the line's other cells) not yet counted in full
-
-    def count(self, per_second: dict[int, tuple[int, int]]) -> None:
-        """Take the master's per-second counts. The most seen of a second is kept: Locust resets its statistics once
-        every user runs, and a second counted before that keeps its count."""
-        for second, (requests, failures) in per_second.items():
-            seen = self.counts.get(second, (0, 0))
-            self.counts[second] = (max(seen[0], requests), max(seen[1], failures))
-
-    def live_rps(self, now: float) -> float | None:
-        """Requests per second over the last seconds the workers have reported (the newest one, still being counted,
-        left out); None before the first report."""
-        reported = [s for s, (requests, _) in self.counts.items() if requests]
-        if not reported:
-            return None
-        first, last = min(reported), max(reported)
-        # Seconds counted in full: not the swarm's first (it began in it), nor the newest (still being counted).
-        seconds = range(max(first + 1, last - LIVE_RPS_S), last) or range(first, last + 1)
-        return sum(self.counts.get(s, (0, 0))[0] for s in seconds) / len(seconds)
 
     def add(self, second: int, phase: str, users: int, status: dict, worker_cpu: list[float],
             target_cpu: float | None, host_cpu: float) -> None:
@@ -152,7 +132,7 @@ class Series:
         """Write the lines whose second is counted in full by `now` (all of them without it)."""
         while self.pending and (now is None or self.pending[0][0] <= now - REPORT_LAG_S):
             second, (phase, users, p50, p95, *cpu) = self.pending.pop(0)
-            requests, failures = self.counts.get(second, (0, 0))
+            requests, failures = self.rates.counts.get(second, (0, 0))
             self.writer.writerow([second, phase, users, requests, round(failures / requests, 5) if requests else 0.0,
                                   p50, p95, *cpu])
         self.file.flush()
@@ -239,7 +219,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
                 try:
                     runner = web.state()
                     status = web.status()
-                    series.count(locuststats.per_second(web.stats_entries()))
+                    series.rates.count(web.stats_entries())
                 except LocustWebError:
                     continue
                 now = time.time()
@@ -270,7 +250,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
                 # The second the tick's interval (the last second) mostly lies in.
                 series.add(int(now - 0.5), phase, users_now, status, worker_cpu, target_cpu, host_cpu)
                 series.flush(now)
-                rps = series.live_rps(now)
+                rps = series.rates.live_rps()
                 p95 = (status.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
                 progress(
                     f"  [{now - swarm_start:4.0f} s] {phase:<7}  users {users_now:>5}  "
@@ -281,7 +261,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         finally:
             final = workdir / "stats.json"
             if final.exists():  # the counts of the last seconds, every worker's last report in them
-                series.count(locuststats.per_second(json.loads(final.read_text())))
+                series.rates.count(json.loads(final.read_text()))
             series.close()
         if master.returncode != 0:
             raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{stack.procs.log_tail(MASTER)}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import paths, verdict
+from ..locuststats import PerSecond
 from ..errors import RunFailed, UsageError
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus, PrometheusError
@@ -96,7 +97,7 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
             web.swarm(users, spawn_rate or users)
             progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {workers} worker(s), "
                      f"{run_time_s} s")
-            last = 0.0
+            last, rates = 0.0, PerSecond()
             while (elapsed := time.time() - started) < run_time_s:
                 time.sleep(min(1.0, run_time_s - elapsed))
                 state = web.state()
@@ -106,7 +107,7 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
                     web.reset_stats()
                 if time.time() - last >= PROGRESS_EVERY_S:
                     last = time.time()
-                    progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web)}")
+                    progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web, rates)}")
         finally:
             ended = time.time()
             _stop(web, progress)

@@ -22,6 +22,7 @@ from typing import Protocol
 from .. import report, verdict
 from ..errors import RunFailed
 from ..knee import Step, failing
+from ..locuststats import PerSecond
 from ..sweep import KINDS, Spec, measured_window, window_range
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
@@ -113,6 +114,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
 class Sweeper:
     def __init__(self, driver: Driver, spec: Spec, progress=print, report_dir: Path | None = None):
         self.driver, self.spec, self.progress, self.report_dir = driver, spec, progress, report_dir
+        self.rates = PerSecond()
 
     def save(self, sweep: report.Sweep) -> None:
         if self.report_dir is not None and (sweep.records or sweep.incomplete):
@@ -204,15 +206,20 @@ class Sweeper:
             now = time.monotonic()
             if now - last_print >= PROGRESS_EVERY_S or now - started >= seconds:
                 last_print = now
-                self.progress(f"  {of} {phase} {now - started:4.0f}/{seconds} s  {live_line(self.driver.locust)}")
+                self.progress(f"  {of} {phase} {now - started:4.0f}/{seconds} s  "
+                              f"{live_line(self.driver.locust, self.rates)}")
 
 
-def live_line(locust: LocustWeb) -> str:
+def live_line(locust: LocustWeb, rates: PerSecond) -> str:
+    """Locust's live figures, the RPS from the per-second counts (`rates`, kept across calls): from the workers'
+    first report on, where Locust's own current_rps says 0 for its first seconds."""
     try:
         s = locust.status()
+        rates.count(locust.stats_entries())
     except LocustWebError as e:
         return f"(no live figures: {e})"
     p95 = (s.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
     cpus = ", ".join(f"{w.get('cpu_usage', 0):.0f}%" for w in s.get("workers", []))
-    return (f"users {s.get('user_count', 0):>5}  RPS {s.get('current_rps', 0):>9,.0f}  "
+    rps = rates.live_rps()
+    return (f"users {s.get('user_count', 0):>5}  RPS {'-' if rps is None else f'{rps:,.0f}':>9}  "
             f"failures {s.get('fail_ratio', 0):>6.2%}  p95 {p95 or 0:>5.0f} ms  worker CPU {cpus or '-'}")

@@ -28,3 +28,22 @@ def test_per_second_counts_every_request_name_by_the_second_it_was_made():
     entries = [{"num_reqs_per_sec": {"100": 5, "101": 7}, "num_fail_per_sec": {"101": 1}},
                {"num_reqs_per_sec": {101: 3}, "num_fail_per_sec": {}}]
     assert locuststats.per_second(entries) == {100: (5, 0), 101: (10, 1)}
+
+
+def counted(per_second: dict) -> list[dict]:
+    return [{"num_reqs_per_sec": {str(t): n for t, n in per_second.items()}, "num_fail_per_sec": {}}]
+
+
+def test_no_live_rps_before_the_first_report_then_the_seconds_counted_in_full():
+    rates = locuststats.PerSecond()
+    assert rates.live_rps() is None
+    # The first report: the swarm began late in second 100, 102 is still being counted.
+    rates.count(counted({100: 40, 101: 1000, 102: 300}))
+    assert rates.live_rps() == 1000
+
+
+def test_a_second_keeps_its_count_when_locust_resets_its_statistics():
+    rates = locuststats.PerSecond()
+    rates.count(counted({100: 900, 101: 1000}))
+    rates.count(counted({101: 20, 102: 950}))  # the reset once every user ran: 101's count starts again
+    assert rates.counts[101] == (1000, 0)

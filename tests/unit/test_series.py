@@ -1,37 +1,26 @@
 """A local run's series.csv: each second's phase beside the requests Locust counted in it, written once the workers'
-reports have counted it, and the live RPS from the first report on."""
+reports have counted it."""
 import csv
 
 from loadtest.runtime.localrun import REPORT_LAG_S, STEADY, Series
 
+def entries(counts: dict[int, tuple[int, int]]) -> list[dict]:
+    """Locust's --json-file entries holding these (requests, failures) per second."""
+    return [{"num_reqs_per_sec": {str(t): r for t, (r, _) in counts.items()},
+             "num_fail_per_sec": {str(t): f for t, (_, f) in counts.items()}}]
+
+
 STATUS = {"current_response_time_percentiles": {"response_time_percentile_0.5": 2, "response_time_percentile_0.95": 9}}
-
-
-def test_no_live_rps_before_the_first_report_then_the_seconds_counted_in_full(tmp_path):
-    series = Series(tmp_path / "series.csv")
-    assert series.live_rps(100.5) is None
-    # The first report: the swarm began late in second 100, 102 is still being counted.
-    series.count({100: (40, 0), 101: (1000, 0), 102: (300, 0)})
-    assert series.live_rps(103.0) == 1000
-    series.close()
-
-
-def test_a_second_keeps_its_count_when_locust_resets_its_statistics(tmp_path):
-    series = Series(tmp_path / "series.csv")
-    series.count({100: (900, 0), 101: (1000, 0)})
-    series.count({101: (20, 0), 102: (950, 0)})  # the reset once every user ran: 101's count starts again
-    assert series.counts[101] == (1000, 0)
-    series.close()
 
 
 def test_a_line_is_written_once_its_second_is_counted_in_full(tmp_path):
     path = tmp_path / "series.csv"
     series = Series(path)
     series.add(100, STEADY, 50, STATUS, [0.97], 0.4, 0.8)
-    series.count({100: (800, 8)})
+    series.rates.count(entries({100: (800, 8)}))
     series.flush(100 + REPORT_LAG_S - 1)
     assert len(path.read_text().splitlines()) == 1  # the header alone: workers may still report second 100
-    series.count({100: (1000, 10)})
+    series.rates.count(entries({100: (1000, 10)}))
     series.flush(100 + REPORT_LAG_S)
     (row,) = csv.DictReader(path.open())
     assert (row["phase"], row["users"], row["rps"], row["fail_ratio"], row["p95_ms"]) == (STEADY, "50", "1000",
@@ -43,7 +32,7 @@ def test_closing_writes_the_lines_still_pending(tmp_path):
     path = tmp_path / "series.csv"
     series = Series(path)
     series.add(100, STEADY, 50, STATUS, [0.97], None, 0.8)
-    series.count({100: (1000, 0)})
+    series.rates.count(entries({100: (1000, 0)}))
     series.close()
     (row,) = csv.DictReader(path.open())
     assert row["rps"] == "1000" and row["target_cpu_cores"] == ""
