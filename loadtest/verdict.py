@@ -23,6 +23,8 @@ SATURATED_CPU = rules.threshold("loadtest:cpu_saturation:threshold")
 THROTTLED = rules.threshold("loadtest:cpu_throttling:threshold")
 # A side saturated in at least this share of the steady window's samples was the limit over the window.
 SATURATED_SHARE = rules.threshold("loadtest:saturated_share:threshold")
+# On a full machine shared with the target, a worker at this share of a core or more competes for CPU.
+CONTENDED = rules.threshold("loadtest:worker_contention:threshold")
 
 GENERATOR_BOUND = "generator-bound"
 TARGET_BOUND = "target-bound"
@@ -51,10 +53,11 @@ class Sample:
     @property
     def generator_saturated(self) -> bool:
         """loadtest:generator_saturated:bool: a worker at its CPU ceiling or throttled, or a full machine shared
-        with a target that has CPU left."""
+        with a target that has CPU left while a worker competes for it."""
         return (any(c >= SATURATED_CPU for c in self.worker_cpu)
                 or (self.worker_throttling is not None and self.worker_throttling >= THROTTLED)
-                or (self.host_cpu is not None and self.host_cpu >= SATURATED_CPU and not self.target_saturated))
+                or (self.host_cpu is not None and self.host_cpu >= SATURATED_CPU and not self.target_saturated
+                    and max(self.worker_cpu, default=0.0) >= CONTENDED))
 
 
 def _mean(values: list[float]) -> float | None:

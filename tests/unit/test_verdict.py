@@ -29,6 +29,13 @@ def test_a_saturated_shared_machine_makes_the_result_generator_bound():
     assert v.kind == verdict.GENERATOR_BOUND and "machine 98% busy" in v.reason and "separate machines" in v.reason
 
 
+def test_a_full_machine_does_not_hold_back_a_light_worker():
+    """Someone else's job fills the machine; a worker with think time still gets the tenth of a core it asks for."""
+    assert judge(Sample(worker_cpu=(0.08,), target_cpu=0.05, host_cpu=0.99)).kind == verdict.HEALTHY
+    assert judge(Sample(worker_cpu=(verdict.CONTENDED,), target_cpu=0.05, host_cpu=0.99)).kind == \
+        verdict.GENERATOR_BOUND
+
+
 def test_a_busy_target_wins_over_a_busy_shared_machine():
     assert judge(Sample(worker_cpu=(0.5,), target_cpu=0.95, host_cpu=0.97)).kind == verdict.TARGET_BOUND
 
