@@ -102,9 +102,9 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
                 time.sleep(min(1.0, run_time_s - elapsed))
                 state = web.state()
                 if steady_from is None and state["state"] == "running" and state["user_count"] == users:
-                    steady_from = time.time()
                     # Locust's statistics from here on are the steady window's: what the checks judge.
                     web.reset_stats()
+                    steady_from = time.time()
                 if time.time() - last >= PROGRESS_EVERY_S:
                     last = time.time()
                     progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web, rates)}")
@@ -180,14 +180,15 @@ def _cell(value: float | None) -> str:
 def _verdict(prometheus: Prometheus, release: str, steady_from: float,
              end: float) -> tuple[verdict.Verdict | None, dict, str | None]:
     """The rules' verdict over the whole scrapes between every user running and the end, with its CPU figures; or
-    None and why."""
+    None and why. The window's first scrape comes after the statistics' reset at `steady_from` (two scrapes later,
+    past a scrape's jitter and the query's half step): its request counters are the reset ones."""
     try:
         step = prometheus.scrape_interval_s()
-        hold_s = int((end - steady_from - step) // step * step)
+        hold_s = int((end - steady_from - 2 * step) // step * step)
         if hold_s < 2 * step:
             return None, {}, (f"no verdict: every user ran for {end - steady_from:.0f} s, and a verdict needs "
-                              f"{3 * step:g} s (two whole scrapes of {step:g} s after the first); give --run-time "
-                              f"{math.ceil(3 * step - (end - steady_from))} s more")
+                              f"{4 * step:g} s (two whole scrapes of {step:g} s after the first two); give "
+                              f"--run-time {math.ceil(4 * step - (end - steady_from))} s more")
         f = measure(prometheus, release, end, hold_s, step)
     except RunFailed as e:  # PrometheusError too
         return None, {}, f"no verdict: {e}"
