@@ -28,6 +28,10 @@ def stop(proc: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> None:
     """Stop a process this program started: SIGTERM, then SIGKILL if it is still there after `timeout`."""
     if proc.poll() is None:
         proc.terminate()
+    _wait_or_kill(proc, timeout)
+
+
+def _wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -63,12 +67,14 @@ class Processes:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.logs.glob("*.log")))
 
     def stop_all(self) -> None:
+        """SIGTERM to each process once (a Locust master given two writes its final statistics twice, the second
+        time empty), then SIGKILL to any still there after STOP_TIMEOUT_S."""
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.terminate()
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for proc in self.procs.values():
-            stop(proc, max(0.1, deadline - time.monotonic()))
+            _wait_or_kill(proc, max(0.1, deadline - time.monotonic()))
 
     def wait_http(self, name: str, url: str, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until `url` answers, whatever its status; fail early with the log tail if process `name` exits
