@@ -18,6 +18,14 @@ REFUSED = {
     "too-many-workers": (["--set", "locust.worker.replicas=901"], "one Locust master takes about 900 workers"),
     "master-request-above-limit": (["--set", "locust.master.resources.requests.cpu=1500m"],
                                    "locust.master.resources.requests.cpu 1500m is above limits.cpu 1"),
+    "master-memory-request-above-limit": (["--set", "locust.master.resources.requests.memory=1Gi"],
+                                          "locust.master.resources.requests.memory 1Gi is above limits.memory 512Mi"),
+    "backend-request-above-limit": (["--set", "backend.resources.requests.memory=1G"],
+                                    "backend.resources.requests.memory 1G is above limits.memory 128Mi"),
+    "prometheus-request-above-limit": ([*MONITORING, "--set", "monitoring.prometheus.resources.requests.cpu=8"],
+                                       "monitoring.prometheus.resources.requests.cpu 8 is above limits.cpu"),
+    "test-main-without-files": (["--set", "locust.test.main=shop"],
+                                "locust.test.main \"shop\" names a module of your own test, but neither"),
     "haproxy-without-backend": (["--set", "haproxy.enabled=true", "--set", "backend.enabled=false",
                                  "--set", "locust.host=http://198.18.0.1"], "haproxy.upstream.http=<host:port>"),
     "haproxy-ports-clash": (["--set", "haproxy.enabled=true", "--set", "haproxy.ports.metrics=8443"],
@@ -26,8 +34,6 @@ REFUSED = {
                           "are both 8081: each listener needs its own port"),
     "backend-ports-clash": (["--set", "backend.tls.enabled=true", "--set", "backend.tls.port=8080"],
                             "backend.port and backend.tls.port are both 8080"),
-    "scrape-too-slow": ([*MONITORING, "--set", "monitoring.prometheus.scrapeInterval=1m"],
-                        "scrapeInterval 1m: the saturation rules take rates over 1m windows"),
     "nginx-secrets-in-the-release-namespace": ([*NGINX, "--set", "nginx.tls.secretNamespace=loadtest"],
                                                "nginx.tls.secretNamespace loadtest is the release's namespace"),
     "nginx-existing-secret-without-its-namespace": ([*NGINX, "--set", "nginx.tls.existingSecret=my-cert"],
@@ -38,6 +44,11 @@ REFUSED = {
 @pytest.mark.parametrize("case", REFUSED)
 def test_values_that_cannot_work_are_refused_naming_the_fix(helm, case):
     helm.assert_refused(*REFUSED[case])
+
+
+def test_requests_equal_to_limits_in_other_units_render(helm):
+    assert helm.template("--set", "locust.master.resources.requests.memory=536870912",
+                         "--set", "locust.master.resources.requests.cpu=1000m").returncode == 0
 
 
 def test_matching_routes_render(helm):

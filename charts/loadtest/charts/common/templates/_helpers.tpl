@@ -29,6 +29,34 @@ Usage: include "common.millicores" "1500m"
 {{- end -}}
 
 {{/*
+A memory quantity ("512Mi", "1G", 1e9, 536870912) in bytes, for comparing values in templates.
+Usage: include "common.bytes" "512Mi"
+*/}}
+{{- define "common.bytes" -}}
+{{- $q := toString . -}}
+{{- $units := dict "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 -}}
+{{- $number := regexReplaceAll "[A-Za-z]+$" $q "" -}}
+{{- $unit := trimPrefix $number $q -}}
+{{- mulf ($number | float64) (get $units $unit | default 1.0) -}}
+{{- end -}}
+
+{{/*
+Fails when a container's resource request is above its limit, as the API server would refuse the pod only once
+deployed; `path` names the values block.
+Usage: include "common.requestsWithinLimits" (dict "path" "locust.master.resources" "resources" $resources)
+*/}}
+{{- define "common.requestsWithinLimits" -}}
+{{- $requests := .resources.requests | default dict -}}
+{{- $limits := .resources.limits | default dict -}}
+{{- if and $requests.cpu $limits.cpu (gt (include "common.millicores" $requests.cpu | float64) (include "common.millicores" $limits.cpu | float64)) -}}
+{{- fail (printf "%s.requests.cpu %v is above limits.cpu %v: Kubernetes refuses such a pod; raise the limit or lower the request" .path $requests.cpu $limits.cpu) -}}
+{{- end -}}
+{{- if and $requests.memory $limits.memory (gt (include "common.bytes" $requests.memory | float64) (include "common.bytes" $limits.memory | float64)) -}}
+{{- fail (printf "%s.requests.memory %v is above limits.memory %v: Kubernetes refuses such a pod; raise the limit or lower the request" .path $requests.memory $limits.memory) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 Selector labels: only the keys that never change across upgrades (a Deployment's selector is immutable).
 Usage: include "common.selectorLabels" (dict "ctx" $ "component" "locust-master")
 */}}
