@@ -18,8 +18,9 @@ sys.modules.setdefault("loadtest_checks", language)  # dataclasses look their mo
 _spec.loader.exec_module(language)
 
 Check, Figures, Outcome = language.Check, language.Figures, language.Outcome
-PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND = (
-    language.PASSED, language.CHECK_FAILED, language.BAD_INPUT, language.GENERATOR_BOUND)
+PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED = (
+    language.PASSED, language.CHECK_FAILED, language.BAD_INPUT, language.GENERATOR_BOUND, language.RUN_FAILED)
+INTERRUPTED = 130  # Ctrl-C, as a shell reports it
 EXIT_CODES, AGGREGATED, PATTERN = language.EXIT_CODES, language.AGGREGATED, language.PATTERN
 from_entries, judge, exit_code, show = language.from_entries, language.judge, language.exit_code, language.show
 

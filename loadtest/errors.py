@@ -14,5 +14,5 @@ class ResourcesNotFound(UsageError):
 
 
 class RunFailed(RuntimeError):
-    """Something loadtest started or reached failed (a process, a tool, a server, a cluster): `loadtest` exits 1
-    with the message, which says what failed and where its log is."""
+    """Something loadtest started or reached failed (a process, a tool, a server, a cluster): `loadtest` exits 4
+    with the message, which says what failed and where its log is (1 is kept for a failed check)."""

@@ -46,7 +46,7 @@ class RunReport:
     @property
     def exit_code(self) -> int:
         if self.incomplete:
-            return checks.CHECK_FAILED
+            return checks.INTERRUPTED if self.incomplete == "interrupted" else checks.RUN_FAILED
         total = self.figures.get(checks.AGGREGATED)
         return checks.exit_code(self.outcomes, self.generator_bound, total.requests if total else 0)
 

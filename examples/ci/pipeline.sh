@@ -9,7 +9,8 @@
 # results folder of an earlier run to compare with; unset or not there yet: nothing compared), MAX_RPS_DROP and MAX_P95_RISE (the
 # comparison's limits, default 5% and 10%), CHECKS (comma-separated checks);
 # for cluster and release: RELEASE, NAMESPACE, VALUES (the node type's values file), RUN_TIME, USERS.
-# Exit code: loadtest's own (0 passed, 1 a check failed or a regression, 2 bad input, 3 invalid: generator-bound).
+# Exit code: loadtest's own (0 passed, 1 a check failed or a regression, 2 bad input, 3 invalid: generator-bound,
+# 4 the run could not be made).
 set -euo pipefail
 
 mode=${1:?say local, cluster or release}
@@ -51,7 +52,7 @@ cluster)
         --wait --wait-for-jobs --timeout "${TIMEOUT:-30m}" || code=$?
     master="$release-locust-master"
     kubectl -n "$namespace" logs "job/$master" > "$results/locust-master.log" || true
-    # The master's exit code is the run's: 0 passed, 1 a check failed, 3 invalid (the workers were the limit).
+    # The master's exit code is the run's: 0 passed, 1 a check failed, 3 invalid (the workers were the limit), 4 no request sent.
     job_code=$(kubectl -n "$namespace" get pods -l "job-name=$master" \
         -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.exitCode}' 2>/dev/null || true)
     grep -E 'check |busiest worker|exit code' "$results/locust-master.log" || true

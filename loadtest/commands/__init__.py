@@ -1,8 +1,10 @@
 """`loadtest`: size Locust workers for a node type, plan and calibrate, run the local stack, sweep, keep the chart's
 generated files in step.
 
-Exit codes: 0 success, 1 a check or a measured result failed (or something loadtest ran failed), 2 bad input,
-3 (run, compare) invalid: the generator, not the target, was the limit.
+Exit codes: 0 success, 1 a check failed (run, local's failure ratio, compare's regression, a --check of the
+generated files) and nothing else, 2 bad input or a program not installed, 3 (run, compare) invalid: the generator,
+not the target, was the limit, 4 something loadtest ran or reached failed (a process, a tool, a server, a cluster),
+130 interrupted.
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"loadtest: error: {e}", file=sys.stderr)
         return 2
+    from .. import checks  # found by paths, which build_parser has just proved
+
     args = parser.parse_args(argv)
     try:
         return args.func(args)
@@ -38,9 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"loadtest: error: {e}\n")
     except RunFailed as e:
         print(f"loadtest {args.command}: {e}", file=sys.stderr)
-        return 1
+        return checks.RUN_FAILED
     except KeyboardInterrupt:
-        return 130
+        return checks.INTERRUPTED
     except BrokenPipeError:  # the reader went away (`loadtest plan … | head`): nothing left to say
         sys.stderr.close()
         return 0

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from .. import paths, scenarios, targets, units
+from .. import checks, paths, scenarios, targets, units
 from ..errors import UsageError
 from ..runtime import localrun
 from . import owntest
@@ -110,11 +110,15 @@ def run(args) -> int:
     print_result(result)
     if args.output:
         print(f"  files            {workdir} (Locust CSV, process logs)")
-    if result.requests == 0 or result.failure_ratio > args.max_failure_ratio:
+    if result.requests == 0:
+        print("loadtest local: not one request was sent: the workers' logs (--output DIR keeps them) say why",
+              file=sys.stderr)
+        return checks.RUN_FAILED
+    if result.failure_ratio > args.max_failure_ratio:
         print(f"loadtest local: failure ratio {result.failure_ratio:.2%} above {args.max_failure_ratio:.2%}",
               file=sys.stderr)
-        return 1
-    return 0
+        return checks.CHECK_FAILED
+    return checks.PASSED
 
 
 def add_run_arguments(p) -> None:

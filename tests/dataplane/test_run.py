@@ -131,7 +131,7 @@ def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
     assert proc.returncode == 130, err
     assert "marked incomplete" in err
     data = json.loads((out / "result.json").read_text())
-    assert not data["complete"] and data["incomplete"] == "interrupted" and data["exit_code"] == 1
+    assert not data["complete"] and data["incomplete"] == "interrupted" and data["exit_code"] == 130
     assert data["figures"]["Aggregated"]["requests"] > 0  # Locust wrote what it had measured when stopped
     suite = next(iter(junitparser.JUnitXml.fromfile(str(out / "checks.xml"))))
     assert "the run went to its end" in [c.name for c in suite]

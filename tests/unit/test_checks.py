@@ -219,12 +219,12 @@ def test_a_check_on_a_missing_name_fails_and_says_why():
     assert outcome.describe() == "p95[/nowhere]<1s: FAILED, no request named '/nowhere' in this run"
 
 
-def test_a_run_without_requests_fails_checks_or_none():
+def test_a_run_without_requests_failed_as_a_run_not_as_a_check_checks_or_none():
     empty = checks.from_entries([])
     (outcome,) = checks.judge(checks.parse(["fail_ratio<1%"]), empty)
     assert not outcome.passed and outcome.describe() == "fail_ratio<1%: FAILED, no request in this run"
-    assert checks.exit_code([outcome], False, 0) == checks.exit_code([], False, 0) == checks.CHECK_FAILED
+    assert checks.exit_code([outcome], False, 0) == checks.exit_code([], False, 0) == checks.RUN_FAILED == 4
 
 
 def test_exit_codes_have_meanings():
-    assert set(checks.EXIT_CODES) == {0, 1, 2, 3}
+    assert set(checks.EXIT_CODES) == {0, 1, 2, 3, 4}

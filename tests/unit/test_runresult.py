@@ -77,19 +77,20 @@ def test_junit_properties_carry_the_conditions(tmp_path):
     ({"texts": ["p95<10ms"]}, 1, "FAILED"),
     ({"kind": verdict.GENERATOR_BOUND}, 3, "INVALID"),
     ({"texts": ["p95<10ms"], "kind": verdict.GENERATOR_BOUND}, 3, "INVALID"),
-    ({"incomplete": "interrupted"}, 1, "FAILED"),
+    ({"incomplete": "interrupted"}, 130, "FAILED"),
+    ({"incomplete": "the Locust master exited with 1"}, 4, "FAILED"),
 ])
 def test_result_json_and_summary_carry_the_exit_code(tmp_path, kwargs, code, word):
     r = report(**kwargs)
     assert r.exit_code == code
     files = runresult.write(r, tmp_path / "run")
     data = json.loads(files["json"].read_text())
-    meaning = "incomplete: interrupted" if "incomplete" in kwargs else checks.EXIT_CODES[code]
+    meaning = f"incomplete: {kwargs['incomplete']}" if "incomplete" in kwargs else checks.EXIT_CODES[code]
     assert (data["exit_code"], data["meaning"]) == (code, meaning)
     assert data["complete"] is ("incomplete" not in kwargs)
     summary = files["markdown"].read_text()
     assert f"**{word}** (exit code {code}: {meaning})" in summary
-    assert ("INCOMPLETE: interrupted" in summary) is ("incomplete" in kwargs)
+    assert (f"INCOMPLETE: {kwargs.get('incomplete')}" in summary) is ("incomplete" in kwargs)
 
 
 def test_result_json_round_trips_the_report(tmp_path):
@@ -140,8 +141,8 @@ def test_check_output_refuses_a_folder_holding_a_run_unless_forced(tmp_path):
     runresult.check_output(tmp_path, force=True)
 
 
-def test_an_incomplete_run_says_why_its_exit_code_is_1_not_that_a_check_failed():
+def test_an_incomplete_run_exits_4_and_says_why_not_that_a_check_failed():
     report = runresult.RunReport({}, 0.0, 1.0, incomplete="no steady window: users were still being spawned after 9 s")
-    assert report.exit_code == checks.CHECK_FAILED
+    assert report.exit_code == checks.RUN_FAILED
     assert report.meaning == "incomplete: no steady window: users were still being spawned after 9 s"
     assert report.to_json()["meaning"] == report.meaning and "a check failed" not in runresult.summary(report)

@@ -11,21 +11,23 @@ its methods together); without it the check judges all requests together. OP is 
 Figures come from Locust's own statistics, read the way Locust computes them: the --json-file of a run, or the
 statistics in memory, on the master.
 
-Exit codes of a judged run (the CLI's and the chart's Job's): 0 every check passed, 1 a check failed, 2 bad input,
-3 the measurement is invalid because the generator, not the target, was the limit: its figures are the load
-generator's ceiling and must never be recorded as the service's capacity.
+Exit codes of a judged run (the CLI's and the chart's Job's): 0 every check passed, 1 a check failed (and nothing
+else), 2 bad input, 3 the measurement is invalid because the generator, not the target, was the limit: its figures
+are the load generator's ceiling and must never be recorded as the service's capacity; 4 the run could not be made
+or was cut short (a process, tool or server failed, or not one request was sent): nothing could be judged.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND = 0, 1, 2, 3
+PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED = 0, 1, 2, 3, 4
 EXIT_CODES = {
     PASSED: "every check passed",
     CHECK_FAILED: "a check failed",
     BAD_INPUT: "bad input (an option, a value, a check): nothing ran",
     GENERATOR_BOUND: "invalid: the load generator, not the target, was the limit; the figures are not the target's",
+    RUN_FAILED: "the run could not be made or was cut short (or sent no request): nothing was judged",
 }
 AGGREGATED = "Aggregated"  # Locust's name for all requests together
 
@@ -198,7 +200,9 @@ def judge(checks: list[Check], figures: dict[str, Figures]) -> list[Outcome]:
 
 def exit_code(outcomes: list[Outcome], generator_bound: bool, requests: int) -> int:
     """Generator-bound wins over the checks: neither a pass nor a failure of the target can be read from it. A run
-    without a single request fails, checks or none."""
+    without a single request judged nothing: it failed as a run, checks or none."""
     if generator_bound:
         return GENERATOR_BOUND
-    return PASSED if requests and all(o.passed for o in outcomes) else CHECK_FAILED
+    if not requests:
+        return RUN_FAILED
+    return PASSED if all(o.passed for o in outcomes) else CHECK_FAILED
