@@ -8,6 +8,7 @@ baseline and no current: comparing it would record the generator's limit as the 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,9 +56,9 @@ def parse_share(text: str, option: str) -> float:
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
-        raise UsageError(f"{option} {text!r}: a percentage such as 5% (or a fraction such as 0.05)") from None
-    if value < 0:
-        raise UsageError(f"{option} {text!r}: cannot be negative")
+        raise UsageError(f"{option} {text!r}: a percentage such as 5% (or a fraction such as 0.05)".strip()) from None
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{option} {text!r}: a share from 0 up, such as 5% or 0.05".strip())
     return value
 
 

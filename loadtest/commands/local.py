@@ -12,9 +12,7 @@ you give `--host`.
 """
 from __future__ import annotations
 
-import math
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -26,6 +24,7 @@ import psutil
 from .. import checks, paths, scenarios, targets, units
 from ..errors import UsageError
 from ..runtime import localrun
+from . import types
 from . import owntest
 
 
@@ -59,12 +58,6 @@ class LocalRun:
 
 def prepare(args) -> LocalRun:
     run_time_s = units.parse_duration_s(args.run_time)
-    if args.workers < 1:
-        raise UsageError("--workers must be at least 1")
-    if args.users < 0 or args.spawn_rate < 0:
-        raise UsageError("--users and --spawn-rate cannot be negative")
-    if not math.isfinite(args.spawn_rate) or not math.isfinite(args.wait):
-        raise UsageError(f"--spawn-rate {args.spawn_rate:g} --wait {args.wait:g}: give finite numbers")
     if not 1 <= run_time_s <= 3600:
         raise UsageError("--run-time must be between 1 s and 1 h")
     users = args.users or 50 * args.workers
@@ -72,10 +65,6 @@ def prepare(args) -> LocalRun:
         raise UsageError(f"--spawn-rate {args.spawn_rate:g}: {users} users take {users / args.spawn_rate:.0f} s to "
                          f"start, the whole --run-time of {run_time_s} s, and only the time with every user running "
                          "is judged; raise --spawn-rate or --run-time")
-    if args.host and not re.match(r"^https?://[^\s/]+(/\S*)?$", args.host):
-        raise UsageError(f"--host {args.host!r}: give a URL like http://127.0.0.1:8080")
-    if args.wait < 0:
-        raise UsageError("--wait cannot be negative")
     if args.wait and args.locustfile:
         raise UsageError("--wait sets the built-in scenarios' wait; your -f test sets its own wait_time")
     owntest.check(args)
@@ -96,8 +85,6 @@ def start(args, plan: LocalRun, workdir: Path) -> localrun.Result:
 
 
 def run(args) -> int:
-    if not 0 <= args.max_failure_ratio <= 1:
-        raise UsageError(f"--max-failure-ratio {args.max_failure_ratio:g}: a share between 0 and 1 (0.01 is 1 %)")
     plan = prepare(args)
     if args.output:
         paths.check_output("--output", Path(args.output))
@@ -126,7 +113,7 @@ def add_run_arguments(p) -> None:
     p.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
                    help=f"what each request does (default {scenarios.DEFAULT})")
     owntest.add_arguments(p, "your own locustfile instead of --scenario")
-    p.add_argument("--host", metavar="URL",
+    p.add_argument("--host", metavar="URL", type=types.url,
                    help="load this URL instead of the local target (only hosts you are allowed to load)")
     p.add_argument("--target", default="backend", choices=list(targets.TARGETS),
                    help="what Locust loads: the payload backend itself (default), nginx (the NGINX Ingress "
@@ -134,11 +121,11 @@ def add_run_arguments(p) -> None:
     p.add_argument("--tls-mode", choices=targets.TLS_MODES,
                    help="none: HTTP; edge: TLS terminated at the target; passthrough, reencrypt: haproxy only "
                         "(default: edge for the scenarios that need TLS, none otherwise)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="Locust workers (default: one per core)")
-    p.add_argument("--users", type=int, default=0, help="concurrent users (default 50 per worker)")
-    p.add_argument("--spawn-rate", type=float, default=0, help="users started per second (default: all at once)")
-    p.add_argument("--run-time", default="20s", help="how long to run, e.g. 20s, 2m (default 20s)")
-    p.add_argument("--wait", type=float, default=0.0,
+    p.add_argument("--workers", type=types.number(int, minimum=1), default=os.cpu_count() or 1, help="Locust workers (default: one per core)")
+    p.add_argument("--users", type=types.number(int, minimum=0), default=0, help="concurrent users (default 50 per worker)")
+    p.add_argument("--spawn-rate", type=types.number(float, minimum=0), default=0, help="users started per second (default: all at once)")
+    p.add_argument("--run-time", type=types.duration(), default="20s", help="how long to run, e.g. 20s, 2m (default 20s)")
+    p.add_argument("--wait", type=types.number(float, minimum=0), default=0.0,
                    help="seconds each user of a built-in scenario waits between requests (default 0)")
 
 
@@ -146,7 +133,7 @@ def register(sub) -> None:
     p = sub.add_parser("local", help="run a bounded load test on this machine (target + payload + Locust), no cluster",
                        description=__doc__)
     add_run_arguments(p)
-    p.add_argument("--max-failure-ratio", type=float, default=0.01,
+    p.add_argument("--max-failure-ratio", type=types.number(float, minimum=0, maximum=1), default=0.01,
                    help="exit 1 when more than this share of requests failed (default 0.01)")
     p.add_argument("--output", help="keep Locust's CSV files and the process logs in this folder")
     p.set_defaults(func=run)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import paths, planner, profiles, scenarios, units, valuesgen
+from .. import catalog, paths, planner, profiles, scenarios, units, valuesgen
 from ..calibration import DEFAULT_FILE, load_calibration
 from ..errors import UsageError
+from . import types
 
 
 def run(args) -> int:
@@ -51,14 +52,14 @@ def run(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("plan", help="node types, workers and cost to reach a target RPS, cheapest first",
                        description=__doc__)
-    p.add_argument("--target-rps", type=float, required=True, help="RPS the test must reach")
+    p.add_argument("--target-rps", type=types.number(float, minimum=1), required=True, help="RPS the test must reach")
     p.add_argument("--scenario", default=scenarios.DEFAULT,
                    help=f"what each request does: {', '.join(scenarios.SCENARIOS)} (default {scenarios.DEFAULT}), or "
                         "the name of a test of yours measured with `loadtest calibrate -f`")
-    p.add_argument("--node-types", default="c5.large,c5.xlarge,c5.2xlarge,c5.4xlarge,m5.large,m5.xlarge",
+    p.add_argument("--node-types", type=types.each(catalog.get), default="c5.large,c5.xlarge,c5.2xlarge,c5.4xlarge,m5.large,m5.xlarge",
                    help="comma-separated EC2 types to compare (see `loadtest catalog`)")
-    p.add_argument("--headroom", type=float, default=0.3, help="extra capacity as a fraction (default 0.3)")
-    p.add_argument("--max-nodes", type=int, default=planner.MAX_NODES, help="largest node group to consider")
+    p.add_argument("--headroom", type=types.number(float, minimum=0, maximum=4), default=0.3, help="extra capacity as a fraction (default 0.3)")
+    p.add_argument("--max-nodes", type=types.number(int, minimum=1), default=planner.MAX_NODES, help="largest node group to consider")
     p.add_argument("--calibration", help=f"calibration file (default {DEFAULT_FILE})")
     p.add_argument("--choose", help="node type to explain and write values for (default: the cheapest)")
     p.add_argument("--write-values", metavar="FILE", help="write a values file for the chosen option")

@@ -23,6 +23,7 @@ from ..sweep import KINDS, MIN_WARMUP_S, Spec, measured_window, parse_steps
 from ..runtime import sweep_cluster, sweep_local
 from ..runtime.locustweb import CREDENTIALS_ENV
 from ..runtime.sweeper import Sweeper
+from . import types
 
 
 def print_summary(sweep: report.Sweep, files: dict[str, Path], out=print) -> None:
@@ -91,24 +92,24 @@ def register(sub) -> None:
                        description=__doc__)
     where = p.add_argument_group("where")
     where.add_argument("--local", action="store_true", help="start the whole stack on this machine (127.0.0.1)")
-    where.add_argument("--release", help="drive this installed release (helm upgrade and Locust's web API)")
-    where.add_argument("--namespace", default="default", help="the release's namespace (default: default)")
-    where.add_argument("--prometheus", help="the release's Prometheus, e.g. http://127.0.0.1:9090 (port-forward)")
-    where.add_argument("--locust", help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward)")
-    where.add_argument("--locust-auth-file", metavar="FILE",
+    where.add_argument("--release", type=types.release_name, help="drive this installed release (helm upgrade and Locust's web API)")
+    where.add_argument("--namespace", type=types.namespace, default="default", help="the release's namespace (default: default)")
+    where.add_argument("--prometheus", type=types.url, help="the release's Prometheus, e.g. http://127.0.0.1:9090 (port-forward)")
+    where.add_argument("--locust", type=types.url, help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward)")
+    where.add_argument("--locust-auth-file", metavar="FILE", type=types.existing_file,
                        help=f"file holding the web UI's user:password (locust.webAuth; default: ${CREDENTIALS_ENV})")
-    where.add_argument("--chart", default=str(paths.CHART), help="chart to upgrade with (default: loadtest's own)")
-    where.add_argument("--kubeconfig", help="kubeconfig for helm (default: helm's own)")
+    where.add_argument("--chart", type=types.existing_folder, default=str(paths.CHART), help="chart to upgrade with (default: loadtest's own)")
+    where.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig for helm (default: helm's own)")
     steps = p.add_argument_group("steps")
     steps.add_argument("--sweep", default="users", choices=list(KINDS),
                        help="what each step raises (default users); target-cpus needs a release")
     steps.add_argument("--steps", required=True, help="the load of each step, rising, e.g. 50,100,200,400")
-    steps.add_argument("--warmup", default="15s", help=f"unmeasured time at the start of each step (default 15s, "
+    steps.add_argument("--warmup", type=types.duration(), default="15s", help=f"unmeasured time at the start of each step (default 15s, "
                                                        f"at least {MIN_WARMUP_S}s)")
-    steps.add_argument("--hold", default="180s", help="measured window of each step (default 180s, the seed's method)")
-    steps.add_argument("--users-per-worker", type=int, default=50,
+    steps.add_argument("--hold", type=types.duration(), default="180s", help="measured window of each step (default 180s, the seed's method)")
+    steps.add_argument("--users-per-worker", type=types.number(int, minimum=1), default=50,
                        help="users per worker in workers and target-cpus sweeps (default 50)")
-    steps.add_argument("--spawn-rate", type=float, default=0, help="users started per second (default: all at once)")
+    steps.add_argument("--spawn-rate", type=types.number(float, minimum=0), default=0, help="users started per second (default: all at once)")
     loc = p.add_argument_group("local stack (--local)")
     loc.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
                      help=f"what each request does (default {scenarios.DEFAULT})")
@@ -116,8 +117,8 @@ def register(sub) -> None:
                      help="what Locust loads (default haproxy)")
     loc.add_argument("--tls-mode", choices=targets.TLS_MODES,
                      help="as for `loadtest local` (default: edge for the scenarios that need TLS, none otherwise)")
-    loc.add_argument("--workers", type=int, default=1, help="Locust workers of users sweeps (default 1)")
-    loc.add_argument("--wait", type=float, default=0.0, help="seconds each user waits between requests (default 0)")
+    loc.add_argument("--workers", type=types.number(int, minimum=1), default=1, help="Locust workers of users sweeps (default 1)")
+    loc.add_argument("--wait", type=types.number(float, minimum=0), default=0.0, help="seconds each user waits between requests (default 0)")
     loc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="chart value for the local target, as helm --set, e.g. haproxy.sessionRateLimit=2000")
     p.add_argument("--output", default="sweep-report", help="folder for the report (default ./sweep-report)")

@@ -220,7 +220,7 @@ def test_parse_share_reads_percentages_and_fractions(text, share):
 
 
 @pytest.mark.parametrize("text, message", [("x", "a percentage such as 5%"), ("%", "a percentage"),
-                                           ("-5%", "cannot be negative")])
+                                           ("-5%", "a share from 0 up"), ("nan%", "a share from 0 up")])
 def test_parse_share_refuses_what_is_no_share(text, message):
     with pytest.raises(UsageError, match=f"^--max-p95-rise '{text}': {message}"):
         compare.parse_share(text, "--max-p95-rise")

@@ -102,7 +102,7 @@ def test_plan_cli_refuses_a_negative_target(capsys):
     with pytest.raises(SystemExit) as exc:
         commands.main(["plan", "--target-rps", "-5"])
     assert exc.value.code == 2
-    assert "target RPS must be positive" in capsys.readouterr().err
+    assert "argument --target-rps: -5: give at least 1" in capsys.readouterr().err
 
 
 def test_calibration_of_another_user_class_is_not_used(tmp_path):

@@ -1,0 +1,109 @@
+"""argparse types: each option's value is checked as it is parsed, so the refusal names the option (argparse says
+"argument --nodes: ...") and nothing starts with a wrong value. The rules themselves stay in the floors below
+(units, catalog, compare): a type only runs one and hands argparse its message."""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import urllib.parse
+from pathlib import Path
+
+from .. import units
+from ..errors import UsageError
+
+# Helm's release names and Kubernetes namespaces: DNS-1123 (a release name at most 53 characters).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def number(kind: type = int, minimum: float | None = None, maximum: float | None = None):
+    """A finite int or float within [minimum, maximum]."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'a whole number' if kind is int else 'a number'}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text}: give a finite number")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"{text}: give at least {minimum:g}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{text}: give at most {maximum:g}")
+        return value
+    return parse
+
+
+def checked(check):
+    """The text as given, once `check` (a validator of a lower floor, raising UsageError) accepted it."""
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except UsageError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+    return parse
+
+
+def each(check):
+    """A comma-separated list whose every item `check` accepts."""
+    def parse(text: str) -> str:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{text!r}: give at least one, comma-separated")
+        for item in items:
+            checked(check)(item)
+        return text
+    return parse
+
+
+def duration(minimum_s: int = 1):
+    """A duration like 20, 20s, 2m or 1h of at least `minimum_s` seconds, as given."""
+    def parse(text: str) -> str:
+        try:
+            seconds = units.parse_duration_s(text)
+        except UsageError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not like 20, 20s, 2m or 1h") from None
+        if seconds < minimum_s:
+            raise argparse.ArgumentTypeError(f"{text}: give at least {minimum_s} s")
+        return text
+    return parse
+
+
+def kubernetes_name(what: str, longest: int):
+    def parse(text: str) -> str:
+        if len(text) > longest or not DNS_LABEL.match(text):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a {what}: lower-case letters, digits and '-', at most {longest} characters")
+        return text
+    return parse
+
+
+release_name = kubernetes_name("Helm release name", 53)
+namespace = kubernetes_name("Kubernetes namespace", 63)
+
+
+def existing_file(text: str) -> str:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    return text
+
+
+def existing_folder(text: str) -> str:
+    if not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no such folder")
+    return text
+
+
+def url(text: str) -> str:
+    """An http(s) URL with a host, and a port from 1 to 65535 if it names one."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not like http://127.0.0.1:8089")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: its port is not a number from 1 to 65535")
+    return text
