@@ -30,6 +30,7 @@ from .sweeper import live_line, measure
 WORKERS_TIMEOUT_S = 120
 PROGRESS_EVERY_S = 5
 STOP_TIMEOUT_S = 30
+RESET_MARGIN_S = 1  # between the statistics' reset and the first scrape the verdict's window counts from
 REPORT_INTERVAL_S = 4  # a worker reports every 3 s: wait that long after stopping for the last reports
 # Locust's own files, from the master's web UI, under the names `locust --csv stats --html report.html` gives them;
 # stats.json (what --json-file writes) is served by the chart's plugin, locustfiles/loadtest_metrics.py.
@@ -180,15 +181,16 @@ def _cell(value: float | None) -> str:
 def _verdict(prometheus: Prometheus, release: str, steady_from: float,
              end: float) -> tuple[verdict.Verdict | None, dict, str | None]:
     """The rules' verdict over the whole scrapes between every user running and the end, with its CPU figures; or
-    None and why. The window's first scrape comes after the statistics' reset at `steady_from` (two scrapes later,
-    past a scrape's jitter and the query's half step): its request counters are the reset ones."""
+    None and why. The last scrape can be up to a scrape before `end`, and the window's first scrape must come after
+    the statistics' reset at `steady_from` (a second's margin), so that its request counters are the reset ones."""
     try:
         step = prometheus.scrape_interval_s()
-        hold_s = int((end - steady_from - 2 * step) // step * step)
-        if hold_s < 2 * step:
+        hold_s = int((end - steady_from - step - RESET_MARGIN_S) // step * step)
+        if hold_s < step:
+            needed = 2 * step + RESET_MARGIN_S
             return None, {}, (f"no verdict: every user ran for {end - steady_from:.0f} s, and a verdict needs "
-                              f"{4 * step:g} s (two whole scrapes of {step:g} s after the first two); give "
-                              f"--run-time {math.ceil(4 * step - (end - steady_from))} s more")
+                              f"{needed:g} s (two scrapes of {step:g} s after the statistics' reset); give "
+                              f"--run-time {math.ceil(needed - (end - steady_from))} s more")
         f = measure(prometheus, release, end, hold_s, step)
     except RunFailed as e:  # PrometheusError too
         return None, {}, f"no verdict: {e}"
