@@ -71,7 +71,7 @@ def check_output(option: str, path: Path, folder: bool = True) -> None:
     if path.exists() and path.is_dir() != folder:
         raise UsageError(f"{option} {path} is a {'file' if folder else 'folder'}: give "
                          f"{'a folder' if folder else 'a file name'}")
-    ancestor = path if path.exists() else path.parent
+    ancestor = path if path.is_dir() else path.parent  # a file is written (or rewritten) in its folder
     while not ancestor.exists():
         ancestor = ancestor.parent
     if not ancestor.is_dir():

@@ -10,7 +10,7 @@ import pytest
 
 from loadtest.runtime import tools
 
-LAYERS = ("unit", "chart", "cluster", "dataplane", "node")
+LAYERS = ("unit", "chart", "cluster", "dataplane", "node", "journeys")
 
 
 def pytest_collection_modifyitems(items):

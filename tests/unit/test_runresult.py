@@ -3,7 +3,7 @@ import json
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from loadtest import checks, runresult, verdict
+from loadtest import checks, paths, runresult, verdict
 from loadtest.errors import UsageError
 
 CONDITIONS = {"scenario": "keepalive_1kb", "target": "haproxy", "workers": "4"}
@@ -146,3 +146,13 @@ def test_an_incomplete_run_exits_4_and_says_why_not_that_a_check_failed():
     assert report.exit_code == checks.RUN_FAILED
     assert report.meaning == "incomplete: no steady window: users were still being spawned after 9 s"
     assert report.to_json()["meaning"] == report.meaning and "a check failed" not in runresult.summary(report)
+
+
+def test_an_output_file_that_exists_is_rewritten_not_refused(tmp_path):
+    """A second `loadtest calibrate` rewrites the calibration file the first one wrote (found by the journeys
+    layer: it was refused as "a file, so nothing can be written under it")."""
+    existing = tmp_path / "calibration.json"
+    existing.write_text("{}")
+    paths.check_output("--output", existing, folder=False)
+    with pytest.raises(UsageError, match="is a file, so nothing can be written under it"):
+        paths.check_output("--output", existing / "x.json", folder=False)

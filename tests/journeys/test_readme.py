@@ -1,0 +1,156 @@
+"""The README as a newcomer types it, on a machine set up by its first command alone.
+
+The shell blocks are read from README.md itself, so the docs cannot drift from what is tested. They run in order in
+one shell session (what a block exports, the next one has), from a copy of the checkout, with a fresh
+${XDG_CACHE_HOME}: `scripts/local` sets that machine up as it would on a fresh one (apt finds its packages present,
+the venv and helm are built anew; only the pip and Go download caches are shared, for speed). Every program the full
+`scripts/setup` installs beyond that (HAProxy, Prometheus, the cluster binaries, the browser, ...) is hidden in a
+private mount namespace, so a command that needs one must say so.
+
+Each command either works (exit 0), or exits 2 with one line naming the set-up step it needs, and the README names
+that step in the paragraph above its block. Commands that need a Kubernetes cluster (or the real node), a container
+engine or the suite itself are listed, not run: the node layer runs the cluster journey's commands
+(tests/node/test_release_run.py, test_chart_runs.py), not yet from the README's text.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+# What the full scripts/setup installs beyond `scripts/setup --local`: hidden from the newcomer's machine.
+HIDDEN = ("haproxy", "wrk", "prometheus", "prometheus-node-exporter", "etcd", "containerd", "runc", "chromium",
+          "chromedriver", "kubectl", "kube-apiserver", "kwok", "promtool")
+SET_UP_STEP = re.compile(r"scripts/(setup|install-node-tools)\b")
+COMMAND_TIMEOUT_S = 420
+
+# How a command's first words say what it needs. Checked in this order; a command none matches runs.
+NEEDS = (
+    ("the test suite itself", re.compile(r"^scripts/test\b")),
+    ("a container engine", re.compile(r"^docker\b")),
+    ("a Kubernetes cluster", re.compile(r"^(helm|kubectl)\b|^loadtest (sweep|run) --release\b|^loadtest cluster\b"
+                                        r"|^scripts/install-node-tools\b|^export KUBECONFIG=|pipeline\.sh (cluster|"
+                                        r"release)\b|^ls sweep-report")),
+)
+
+
+@dataclass
+class Command:
+    text: str
+    line: int
+    section: str
+    before: str  # the paragraph above its block
+
+    @property
+    def needs(self) -> str | None:
+        words = re.sub(r"^(\w+=\S+ )+", "", self.text)  # FOO=bar cmd ...: the command is cmd
+        return next((what for what, pattern in NEEDS if pattern.search(words)), None)
+
+
+def commands(readme: str) -> list[Command]:
+    """The README's ```sh blocks, split into commands (continuation lines joined; comments and transcripts out)."""
+    found, section, lines = [], "", readme.split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("#"):
+            section = lines[i].lstrip("# ")
+        if lines[i].strip() == "```sh":
+            before = "\n".join(lines[max(0, i - 8):i])
+            end = lines.index("```", i + 1)
+            if any(line.startswith("$ ") for line in lines[i + 1:end]):  # a transcript: commands and their output
+                i = end + 1
+                continue
+            i += 1
+            pending, start = "", None
+            while lines[i].strip() != "```":
+                line = lines[i]
+                if pending == "" and not line.strip():
+                    pass
+                elif not line.lstrip().startswith("#") or pending:
+                    start = start or i + 1
+                    pending += line.rstrip("\\").rstrip() + " " if line.rstrip().endswith("\\") else line
+                    if not line.rstrip().endswith("\\"):
+                        found.append(Command(pending.strip(), start, section, before))
+                        pending, start = "", None
+                i += 1
+        i += 1
+    return found
+
+
+def test_every_readme_block_is_read():
+    readme = README.read_text()
+    found = commands(readme)
+    assert readme.count("```sh") >= 15 and len(found) >= 40, len(found)
+    assert found[0].text.startswith("scripts/local")
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory):
+    """A copy of the checkout and a fresh cache, and a shell that runs commands there with the extra tools hidden."""
+    root = tmp_path_factory.mktemp("newcomer")
+    home = root / "loadtest"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split("\n")
+    for name in filter(None, files):
+        source = REPO / name
+        if source.is_file() or source.is_symlink():
+            (home / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, home / name, follow_symlinks=False)
+    hide = [shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin") for tool in HIDDEN]
+    state = root / "session.env"
+    state.write_text(f"cd {shlex.quote(str(home))}\n")
+    env = {"HOME": os.environ["HOME"], "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+           "LANG": "C.UTF-8", "XDG_CACHE_HOME": str(root / "cache"),
+           # Downloads only: the venv, helm and the calibration are the fresh cache's.
+           "PIP_CACHE_DIR": str(CACHE / "pip"), "GOCACHE": str(CACHE / "go-build"),
+           "GOMODCACHE": os.environ.get("GOMODCACHE", str(Path.home() / "go" / "pkg" / "mod")),
+           "GOFLAGS": "-modcacherw", "CI": "true"}
+    if shutil.which("go"):
+        env["PATH"] += ":" + str(Path(shutil.which("go")).parent)
+    mounts = "".join(f"mount --bind /dev/null {shlex.quote(p)}\n" for p in hide if p)
+    go_bin = Path.home() / "go" / "bin"
+    if go_bin.is_dir():  # tools `go install`ed before: a fresh machine has none
+        mounts += f"mount -t tmpfs tmpfs {shlex.quote(str(go_bin))}\n"
+
+    def run(text: str) -> subprocess.CompletedProcess:
+        script = (f"set -e\n{mounts}set +e\nsource {shlex.quote(str(state))}\n{text}\ncode=$?\n"
+                  f"{{ export -p; echo cd $(printf %q \"$PWD\"); }} > {shlex.quote(str(state))}\nexit $code\n")
+        return subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
+                              env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+    return run
+
+
+def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(machine):
+    ran, not_here = [], []
+    for command in commands(README.read_text()):
+        if command.needs:
+            # Not run here; the README must say where it runs.
+            not_here.append(command)
+            continue
+        result = machine(command.text)
+        out = result.stdout + result.stderr
+        shown = f"README line {command.line}: {command.text}\nexit {result.returncode}\n{out[-3000:]}"
+        assert "Traceback" not in out, shown
+        if result.returncode != 0:
+            assert result.returncode == 2, shown
+            errors = [line for line in result.stderr.splitlines() if "error" in line or "not found" in line]
+            steps = {m.group(0) for line in errors for m in SET_UP_STEP.finditer(line)}
+            assert len(errors) == 1 and steps, f"a refusal must be one line naming its set-up step\n{shown}"
+            assert all(step in command.before for step in steps), \
+                f"the README does not name {steps} above its block\n{shown}"
+        ran.append((command, result.returncode))
+        print(f"line {command.line:4d}  exit {result.returncode}  {command.text[:100]}")
+    for command in not_here:
+        print(f"line {command.line:4d}  needs {command.needs}: not run here  {command.text[:80]}")
+    assert len(ran) >= 12, [c.text for c, _ in ran]
+    assert sum(code == 0 for _, code in ran) >= 10
