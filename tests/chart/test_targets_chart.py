@@ -375,19 +375,6 @@ def test_step_load(helm):
 BAD = {
     "scenario-unknown": (["--set", "locust.scenario=tls_resume"], "locust", "scenario"),
     "target-unknown": (["--set", "locust.target=traefik"], "locust", "target"),
-    "target-nginx-not-installed": (["--set", "locust.target=nginx"], "loadtest", "nginx.enabled"),
-    "target-haproxy-not-installed": (["--set", "locust.target=haproxy"], "loadtest", "haproxy.enabled"),
-    "target-url-without-host": (["--set", "locust.target=url"], "loadtest", "locust.host"),
-    "tls-scenario-backend-without-tls": (["--set", "locust.scenario=tls_handshake"], "loadtest",
-                                         "backend.tls.enabled"),
-    "tls-scenario-haproxy-without-tls": ([*HAPROXY_ON, "--set", "locust.target=haproxy",
-                                          "--set", "locust.scenario=tls_handshake"], "loadtest", "haproxy.tls.mode"),
-    "https-haproxy-without-tls": ([*HAPROXY_ON, "--set", "locust.target=haproxy", "--set", "locust.https=true"],
-                                  "loadtest", "haproxy.tls.mode"),
-    "passthrough-without-backend-tls": ([*HAPROXY_ON, "--set", "haproxy.tls.mode=passthrough"], "loadtest",
-                                        "backend.tls.enabled"),
-    "reencrypt-without-backend-tls": ([*HAPROXY_ON, "--set", "haproxy.tls.mode=reencrypt"], "loadtest",
-                                      "backend.tls.enabled"),
     "haproxy-tls-mode-unknown": ([*HAPROXY_ON, "--set", "haproxy.tls.mode=offload"], "haproxy", "tls.mode"),
     "haproxy-threads-zero": ([*HAPROXY_ON, "--set", "haproxy.threads=0"], "haproxy", "threads"),
     "haproxy-cpuset-words": ([*HAPROXY_ON, "--set", "haproxy.cpuSet=first"], "haproxy", "cpuSet"),
@@ -408,6 +395,36 @@ BAD = {
     "step-time-words": (["--set", "locust.stepLoad.stepTime=a minute"], "locust", "stepLoad.stepTime"),
     "routes-zero": (["--set", "locust.routes=0"], "locust", "routes"),
 }
+
+
+# Values each schema accepts alone that cannot work together: refused naming the value set and the fix.
+CONFLICTS = {
+    "target-nginx-not-installed": (["--set", "locust.target=nginx"],
+                                   "locust.target nginx with nginx.enabled false: the users would load a target that "
+                                   "is not installed; set nginx.enabled=true"),
+    "target-haproxy-not-installed": (["--set", "locust.target=haproxy"],
+                                     "locust.target haproxy with haproxy.enabled false"),
+    "target-url-without-host": (["--set", "locust.target=url"], "locust.target url needs locust.host"),
+    "tls-scenario-backend-without-tls": (["--set", "locust.scenario=tls_handshake"],
+                                         "locust.scenario tls_handshake loads the backend over HTTPS, and "
+                                         "backend.tls.enabled is false; set backend.tls.enabled=true"),
+    "tls-scenario-haproxy-without-tls": ([*HAPROXY_ON, "--set", "locust.target=haproxy",
+                                          "--set", "locust.scenario=tls_handshake"],
+                                         "locust.scenario tls_handshake loads HAProxy over HTTPS, and "
+                                         "haproxy.tls.mode is none; set haproxy.tls.mode=edge"),
+    "https-haproxy-without-tls": ([*HAPROXY_ON, "--set", "locust.target=haproxy", "--set", "locust.https=true"],
+                                  "locust.https true loads HAProxy over HTTPS, and haproxy.tls.mode is none"),
+    "passthrough-without-backend-tls": ([*HAPROXY_ON, "--set", "haproxy.tls.mode=passthrough"],
+                                        "haproxy.tls.mode passthrough forwards TLS to the backend's HTTPS listener, "
+                                        "and backend.tls.enabled is false; set backend.tls.enabled=true"),
+    "reencrypt-without-backend-tls": ([*HAPROXY_ON, "--set", "haproxy.tls.mode=reencrypt"],
+                                      "haproxy.tls.mode reencrypt forwards TLS"),
+}
+
+
+@pytest.mark.parametrize("case", CONFLICTS)
+def test_values_that_cannot_work_together_are_refused_naming_what_was_set(helm, case):
+    helm.assert_refused(*CONFLICTS[case])
 
 
 @pytest.mark.parametrize("case", BAD)

@@ -160,6 +160,8 @@ Usage: include "common.locustTargetURL" (dict "ctx" $ "locust" <the locust chart
 {{- define "common.locustTargetURL" -}}
 {{- if .locust.host -}}
 {{- .locust.host -}}
+{{- else if eq .locust.target "url" -}}
+{{- fail "locust.target url needs locust.host: the URL the users load (e.g. --set locust.host=https://shop.example.com)" -}}
 {{- else -}}
 {{- $https := or .locust.https (has .locust.scenario (include "common.tlsScenarios" . | fromJsonArray)) -}}
 {{- include "common.targetURL" (dict "ctx" .ctx "target" .locust.target "https" $https) -}}
