@@ -2,6 +2,7 @@
 and nothing started (every case here would start processes, write files or reach a cluster if it got that far)."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -109,13 +110,24 @@ BAD = {
 }
 
 
-@pytest.mark.parametrize("case", BAD)
-def test_bad_input_exits_2_with_a_message_and_no_traceback(case, capsys, tmp_path, monkeypatch):
-    argv, names = BAD[case]
-    monkeypatch.chdir(tmp_path)  # a command that wrongly went ahead would write here, not into the checkout
+def refusal(argv: list[str], capsys, folder: Path, monkeypatch) -> str:
+    """What `loadtest argv` says on stderr, once it exited 2 with no traceback, started no process and wrote
+    nothing (into `folder`, its working directory)."""
+    def refuse(self, args, *rest, **kwargs):
+        raise AssertionError(f"bad input went ahead and started {args!r}")
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)  # Locust, nginx, helm, kubectl...
+    monkeypatch.chdir(folder)
     with pytest.raises(SystemExit) as exc:
         commands.main(argv)
     err = capsys.readouterr().err
     assert exc.value.code == 2, err
-    assert names in err and "Traceback" not in err, err
-    assert list(tmp_path.iterdir()) == [], "bad input must be refused before anything is written"
+    assert "loadtest" in err and "error" in err and "Traceback" not in err, err
+    assert list(folder.iterdir()) == [], "bad input must be refused before anything is written"
+    return err
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_exits_2_with_a_message_and_no_traceback(case, capsys, tmp_path, monkeypatch):
+    argv, names = BAD[case]
+    err = refusal(argv, capsys, tmp_path, monkeypatch)
+    assert names in err, err
