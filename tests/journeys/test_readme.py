@@ -7,10 +7,11 @@ the venv and helm are built anew; only the pip and Go download caches are shared
 `scripts/setup` installs beyond that (HAProxy, Prometheus, the cluster binaries, the browser, ...) is hidden in a
 private mount namespace, so a command that needs one must say so.
 
-Each command either works (exit 0), or exits 2 with one line naming the set-up step it needs, and the README names
-that step in the paragraph above its block. Commands that need a Kubernetes cluster (or the real node), a container
-engine or the suite itself are listed, not run: the node layer runs the cluster journey's commands
-(tests/node/test_release_run.py, test_chart_runs.py), not yet from the README's text.
+Each command either works (exit 0; a judged run may also say 3, generator-bound), or exits 2 with one line naming
+the set-up step it needs, and the README names that step in the paragraph above its block. The block that tries the
+chart on this machine (`loadtest cluster up --real-node`) runs as typed too, with the set-up it names (scripts/setup,
+scripts/install-node-tools: the suite's own cache, nothing hidden): a real node, helm install, helm test, a judged
+run, cluster down. Commands that need an EKS cluster, a container engine or the suite itself are listed, not run.
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ HIDDEN = ("haproxy", "wrk", "prometheus", "prometheus-node-exporter", "etcd", "c
           "chromedriver", "kubectl", "kube-apiserver", "kwok", "promtool")
 SET_UP_STEP = re.compile(r"scripts/(setup|install-node-tools)\b")
 COMMAND_TIMEOUT_S = 420
+REAL_NODE = "loadtest cluster up --real-node"
+JUDGED_RUN = re.compile(r"^loadtest run\b")
 
 # How a command's first words say what it needs. Checked in this order; a command none matches runs.
 NEEDS = (
@@ -49,6 +52,12 @@ class Command:
     line: int
     section: str
     before: str  # the paragraph above its block
+    block: str  # the whole block it stands in
+
+    @property
+    def on_the_real_node(self) -> bool:
+        """In the block that sets up the one-node cluster: it runs, with the full set-up its comments name."""
+        return REAL_NODE in self.block
 
     @property
     def needs(self) -> str | None:
@@ -66,6 +75,7 @@ def commands(readme: str) -> list[Command]:
         if lines[i].strip() == "```sh":
             before = "\n".join(lines[max(0, i - 8):i])
             end = lines.index("```", i + 1)
+            block = "\n".join(lines[i + 1:end])
             if any(line.startswith("$ ") for line in lines[i + 1:end]):  # a transcript: commands and their output
                 i = end + 1
                 continue
@@ -79,7 +89,7 @@ def commands(readme: str) -> list[Command]:
                     start = start or i + 1
                     pending += line.rstrip("\\").rstrip() + " " if line.rstrip().endswith("\\") else line
                     if not line.rstrip().endswith("\\"):
-                        found.append(Command(pending.strip(), start, section, before))
+                        found.append(Command(pending.strip(), start, section, before, block))
                         pending, start = "", None
                 i += 1
         i += 1
@@ -93,9 +103,23 @@ def test_every_readme_block_is_read():
     assert found[0].text.startswith("scripts/local")
 
 
+def shell(state: Path, env: dict, mounts: str = ""):
+    """run(text): one command in the session whose exports and folder `state` keeps, in a private mount namespace
+    where `mounts` hide what the machine must not have."""
+    def run(text: str) -> subprocess.CompletedProcess:
+        script = (f"set -e\n{mounts}set +e\nsource {shlex.quote(str(state))}\n{text}\ncode=$?\n"
+                  f"{{ export -p; echo cd $(printf %q \"$PWD\"); }} > {shlex.quote(str(state))}\nexit $code\n")
+        return subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
+                              env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+    return run
+
+
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory):
-    """A copy of the checkout and a fresh cache, and a shell that runs commands there with the extra tools hidden."""
+    """A copy of the checkout and two shells there: the newcomer's (a fresh cache, the extra tools hidden) and one
+    with the full set-up (the suite's cache and tools) for the real-node block. Whatever happens, the real node the
+    block may have started is brought down."""
     root = tmp_path_factory.mktemp("newcomer")
     home = root / "loadtest"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
@@ -106,10 +130,10 @@ def machine(tmp_path_factory):
             (home / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, home / name, follow_symlinks=False)
     hide = [shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin") for tool in HIDDEN]
-    state = root / "session.env"
-    state.write_text(f"cd {shlex.quote(str(home))}\n")
-    env = {"HOME": os.environ["HOME"], "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
-           "LANG": "C.UTF-8", "XDG_CACHE_HOME": str(root / "cache"),
+    for state in ("newcomer.env", "set-up.env"):
+        (root / state).write_text(f"cd {shlex.quote(str(home))}\n")
+    system = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+    env = {"HOME": os.environ["HOME"], "PATH": system, "LANG": "C.UTF-8", "XDG_CACHE_HOME": str(root / "cache"),
            # Downloads only: the venv, helm and the calibration are the fresh cache's.
            "PIP_CACHE_DIR": str(CACHE / "pip"), "GOCACHE": str(CACHE / "go-build"),
            "GOMODCACHE": os.environ.get("GOMODCACHE", str(Path.home() / "go" / "pkg" / "mod")),
@@ -120,28 +144,27 @@ def machine(tmp_path_factory):
     go_bin = Path.home() / "go" / "bin"
     if go_bin.is_dir():  # tools `go install`ed before: a fresh machine has none
         mounts += f"mount -t tmpfs tmpfs {shlex.quote(str(go_bin))}\n"
-
-    def run(text: str) -> subprocess.CompletedProcess:
-        script = (f"set -e\n{mounts}set +e\nsource {shlex.quote(str(state))}\n{text}\ncode=$?\n"
-                  f"{{ export -p; echo cd $(printf %q \"$PWD\"); }} > {shlex.quote(str(state))}\nexit $code\n")
-        return subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
-                              env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
-    return run
+    set_up = {**{k: v for k, v in env.items() if k != "XDG_CACHE_HOME"}, "PATH": f"{CACHE / 'loadtest' / 'bin'}:{system}"}
+    if "XDG_CACHE_HOME" in os.environ:
+        set_up["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
+    full = shell(root / "set-up.env", set_up)
+    yield {"newcomer": shell(root / "newcomer.env", env, mounts), "set-up": full}
+    full("loadtest cluster down >/dev/null 2>&1 || true")
 
 
 def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(machine):
     ran, not_here = [], []
     for command in commands(README.read_text()):
-        if command.needs:
-            # Not run here; the README must say where it runs.
+        if command.needs and not command.on_the_real_node:
             not_here.append(command)
             continue
-        result = machine(command.text)
+        result = machine["set-up" if command.on_the_real_node else "newcomer"](command.text)
         out = result.stdout + result.stderr
         shown = f"README line {command.line}: {command.text}\nexit {result.returncode}\n{out[-3000:]}"
         assert "Traceback" not in out, shown
-        if result.returncode != 0:
+        if result.returncode == 3 and JUDGED_RUN.match(command.text):
+            pass  # generator-bound: the verdict says so, and the run is kept; a 2-core machine may well be
+        elif result.returncode != 0:
             assert result.returncode == 2, shown
             errors = [line for line in result.stderr.splitlines() if "error" in line or "not found" in line]
             steps = {m.group(0) for line in errors for m in SET_UP_STEP.finditer(line)}
@@ -152,5 +175,6 @@ def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(mach
         print(f"line {command.line:4d}  exit {result.returncode}  {command.text[:100]}")
     for command in not_here:
         print(f"line {command.line:4d}  needs {command.needs}: not run here  {command.text[:80]}")
-    assert len(ran) >= 12, [c.text for c, _ in ran]
-    assert sum(code == 0 for _, code in ran) >= 10
+    assert len(ran) >= 20, [c.text for c, _ in ran]
+    assert sum(code == 0 for _, code in ran) >= 18
+    assert sum(c.on_the_real_node for c, _ in ran) >= 8, "the real-node block did not run"
