@@ -22,4 +22,4 @@ def test_calibrate_refuses_an_unknown_scenario(capsys):
     with pytest.raises(SystemExit) as exc:
         commands.main(["calibrate", "--scenarios", "nope"])
     assert exc.value.code == 2
-    assert "unknown scenario(s) nope" in capsys.readouterr().err
+    assert "--scenarios: unknown scenario 'nope'; scenarios: keepalive_1kb" in capsys.readouterr().err

@@ -26,7 +26,9 @@ def test_local_run_serves_requests_without_failures(short_run):
     result, _ = short_run
     assert result.requests > 1000, f"only {result.requests} requests in 6 s"
     assert result.failures == 0
-    assert result.rps > 0 and result.p95_ms > 0
+    # Percentiles in whole milliseconds: on a fast machine p95 may well be 0 ms (57,000 RPS of 1 KB answers on
+    # loopback), so their order is what holds, and the slowest request took some time.
+    assert result.rps > 0 and 0 <= result.p50_ms <= result.p95_ms <= result.p99_ms and result.p99_ms > 0
 
 
 def test_local_run_shows_progress_and_measures_both_sides(short_run):

@@ -144,7 +144,8 @@ def machine(tmp_path_factory):
     go_bin = Path.home() / "go" / "bin"
     if go_bin.is_dir():  # tools `go install`ed before: a fresh machine has none
         mounts += f"mount -t tmpfs tmpfs {shlex.quote(str(go_bin))}\n"
-    set_up = {**{k: v for k, v in env.items() if k != "XDG_CACHE_HOME"}, "PATH": f"{CACHE / 'loadtest' / 'bin'}:{system}"}
+    set_up = {**{k: v for k, v in env.items() if k != "XDG_CACHE_HOME"},
+              "PATH": f"{CACHE / 'loadtest' / 'bin'}:{env['PATH']}"}  # Go too: install-node-tools builds with it
     if "XDG_CACHE_HOME" in os.environ:
         set_up["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
     full = shell(root / "set-up.env", set_up)
