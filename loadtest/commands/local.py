@@ -122,7 +122,7 @@ def add_run_arguments(p) -> None:
                    help="none: HTTP; edge: TLS terminated at the target; passthrough, reencrypt: haproxy only "
                         "(default: edge for the scenarios that need TLS, none otherwise)")
     p.add_argument("--workers", type=types.number(int, minimum=1), default=os.cpu_count() or 1, help="Locust workers (default: one per core)")
-    p.add_argument("--users", type=types.number(int, minimum=0), default=0, help="concurrent users (default 50 per worker)")
+    p.add_argument("--users", type=types.number(int, minimum=1), help="concurrent users (default 50 per worker)")
     p.add_argument("--spawn-rate", type=types.number(float, minimum=0), default=0, help="users started per second (default: all at once)")
     p.add_argument("--run-time", type=types.duration(), default="20s", help="how long to run, e.g. 20s, 2m (default 20s)")
     p.add_argument("--wait", type=types.number(float, minimum=0), default=0.0,

@@ -228,8 +228,7 @@ def test_parse_share_refuses_what_is_no_share(text, message):
 
 def test_cli_exits_1_on_a_regression_and_writes_the_markdown(tmp_path, capsys):
     a, b = run(tmp_path / "a"), run(tmp_path / "b", rps=800.0)
-    md = tmp_path / "out" / "comparison.md"
-    md.parent.mkdir()
+    md = tmp_path / "out" / "comparison.md"  # a folder not there yet is made
     assert commands.main(["compare", str(a), str(b), "--markdown", str(md)]) == 1
     assert md.read_text() == capsys.readouterr().out
     assert "REGRESSION" in md.read_text()

@@ -90,7 +90,7 @@ def test_target_side_suggests_nginx_cpus_from_the_published_table():
 
 def test_plan_cli_writes_values_for_the_cheapest_option(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(calibration, "DEFAULT_FILE", tmp_path / "none.json")  # the defaults, whatever this machine has
-    out = tmp_path / "planned.yaml"
+    out = tmp_path / "not-yet" / "planned.yaml"  # its folder is made, as a user typing a new path expects
     assert commands.main(["plan", "--target-rps", "20000", "--node-types", "m5.large,c5.xlarge",
                           "--write-values", str(out)]) == 0
     text = capsys.readouterr().out
