@@ -121,9 +121,8 @@ def from_sweep(path: Path) -> tuple[str, dict]:
 
 def write(path: Path, figures: dict[str, dict], header: dict) -> None:
     """Write a calibration file with `figures` per scenario; the header says when, with what, on which CPU."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"date": datetime.date.today().isoformat(), **header, "scenarios": figures},
-                               indent=2) + "\n")
+    paths.write_text(path, json.dumps({"date": datetime.date.today().isoformat(), **header, "scenarios": figures},
+                                      indent=2) + "\n")
 
 
 def merge(path: Path, scenario: str, entry: dict, header: dict) -> None:
@@ -131,5 +130,4 @@ def merge(path: Path, scenario: str, entry: dict, header: dict) -> None:
     data = json.loads(path.read_text()) if path.exists() else {"date": datetime.date.today().isoformat(), **header,
                                                                  "scenarios": {}}
     data["scenarios"][scenario] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    paths.write_text(path, json.dumps(data, indent=2) + "\n")

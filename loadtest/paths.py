@@ -65,6 +65,12 @@ def shown(path: Path) -> Path:
     return path.relative_to(HOME) if path.is_relative_to(HOME) else path
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write a file an option named, making its folder first: check_output accepted a folder not there yet."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 def check_output(option: str, path: Path, folder: bool = True) -> None:
     """Refuse, before anything runs or is written, an output `path` that could not be written: a folder (or, with
     `folder` false, a file) whose nearest existing ancestor is not a folder this user may write in."""

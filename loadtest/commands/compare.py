@@ -20,8 +20,7 @@ def run(args) -> int:
     text = compare.markdown(comparison)
     print(text, end="")
     if args.markdown:
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(text)
+        paths.write_text(Path(args.markdown), text)
     return comparison.exit_code
 
 

@@ -44,8 +44,7 @@ def run(args) -> int:
                                f"planned for {args.target_rps:,.0f} RPS of {args.scenario}")
         origin = (f"{args.write_values}: written by `loadtest plan --target-rps {args.target_rps:g} "
                   f"--scenario {args.scenario}` ({calibration.source.split(' (')[0]})")
-        Path(args.write_values).parent.mkdir(parents=True, exist_ok=True)  # as calibrate's --output does
-        Path(args.write_values).write_text(valuesgen.render(profile, origin))
+        paths.write_text(Path(args.write_values), valuesgen.render(profile, origin))
         print(f"\nwrote {args.write_values}: helm install lt charts/loadtest -f {args.write_values}")
     return 0
 
