@@ -22,6 +22,10 @@ class Limits:
     max_p95_rise: float
 
 
+# What `loadtest compare` holds a change to unless told otherwise; `loadtest tune` judges its change by them too.
+DEFAULT_LIMITS = Limits(max_rps_drop=0.05, max_p95_rise=0.10)
+
+
 @dataclass(frozen=True)
 class Figure:
     what: str

@@ -110,6 +110,22 @@ def verdict_panel() -> stat.Panel:
     return panel
 
 
+def advice_panel() -> stat.Panel:
+    return (stat.Panel().title("Next step").datasource(DATASOURCE).span(16).height(4)
+            .description(
+                "What to change next, from the last minute's steady samples: `loadtest tune`'s diagnosis (the rule "
+                "loadtest:advice). workers-pending: worker pods find no node, ask for fewer or add nodes. "
+                "give-workers-a-whole-core: the workers are throttled or below a core; a worker uses up to one, "
+                "so give each 1000m and as many as the nodes hold. add-workers-or-nodes: whole workers at their "
+                "core; more workers where the nodes have room, else nodes. sweep-target-cpus: the target is at its "
+                "CPU, the generator is fine; measure it at more CPUs. raise-users: neither side is saturated. "
+                "`loadtest tune --release <name>` prints the numbers and the helm upgrade; --apply runs it.")
+            .with_target(query(f'{rule("loadtest:advice")}{{{RELEASE}}}', "{{advice}}").instant())
+            .reduce_options(ReduceDataOptions().calcs(["lastNotNull"]))
+            .text_mode(BigValueTextMode.NAME).color_mode(BigValueColorMode.NONE)
+            .graph_mode(BigValueGraphMode.NONE).no_value("no test running for a minute"))
+
+
 def base(uid: str, title: str, description: str) -> dashboard.Dashboard:
     namespace = (dashboard.QueryVariable("namespace").label("Namespace").datasource(DATASOURCE)
                  .query("label_values(locust_users, namespace)").refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
@@ -143,13 +159,15 @@ def overview() -> dashboard.Dashboard:
     return (base("loadtest-overview", "Load test overview",
                  "Is the run healthy, and is its RPS the target's capacity or the load generator's ceiling?")
             .with_panel(verdict_panel())
-            .with_panel(single("RPS", "Requests per second, all workers.", query(rps), "reqps"))
+            .with_panel(advice_panel())
+            .with_panel(single("RPS", "Requests per second, all workers.", query(rps), "reqps", width=6))
             .with_panel(single("Failures", "Share of requests that failed.",
                                query(f"sum(rate(locust_request_failures_total{{{LOCUST}}}[$__rate_interval])) / {rps}"),
-                               "percentunit", red_from=0.01))
-            .with_panel(single("Users", "Running users.", query(f"sum(locust_users{{{LOCUST}}})"), "none"))
+                               "percentunit", width=6, red_from=0.01))
+            .with_panel(single("Users", "Running users.", query(f"sum(locust_users{{{LOCUST}}})"), "none", width=6))
             .with_panel(single("Workers missing", "Workers that stopped sending heartbeats.",
-                               query(f'sum(locust_workers{{{LOCUST}, state="missing"}})'), "none", red_from=1))
+                               query(f'sum(locust_workers{{{LOCUST}, state="missing"}})'), "none", width=6,
+                               red_from=1))
             .with_panel(graph("Requests per second", "All requests, and per request name.", [
                 query(rps, "all"),
                 query(f"sum by (method, name) (rate(locust_requests_total{{{LOCUST}}}[$__rate_interval]))",

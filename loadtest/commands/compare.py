@@ -28,7 +28,9 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="compare two runs or two sweeps; exit 1 on a regression", description=__doc__)
     p.add_argument("baseline", help="results folder (or result.json / sweep.json) of the baseline")
     p.add_argument("current", help="results folder (or result.json / sweep.json) to judge against it")
-    p.add_argument("--max-rps-drop", type=types.checked(lambda text: compare.parse_share(text, "")), default="5%", help="largest RPS drop that is no regression (default 5%%)")
-    p.add_argument("--max-p95-rise", type=types.checked(lambda text: compare.parse_share(text, "")), default="10%", help="largest p95 rise that is no regression (default 10%%)")
+    p.add_argument("--max-rps-drop", type=types.checked(lambda text: compare.parse_share(text, "")), default=f"{compare.DEFAULT_LIMITS.max_rps_drop:.0%}",
+                   help="largest RPS drop that is no regression (default %(default)s)")
+    p.add_argument("--max-p95-rise", type=types.checked(lambda text: compare.parse_share(text, "")), default=f"{compare.DEFAULT_LIMITS.max_p95_rise:.0%}",
+                   help="largest p95 rise that is no regression (default %(default)s)")
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown summary to FILE")
     p.set_defaults(func=run)

@@ -18,6 +18,7 @@ REQUIRED = {
     "plan": ["--target-rps", "1000"],
     "run": ["--local"],
     "sweep": ["--local", "--steps", "10"],
+    "tune": ["--release", "lt"],
     "compare": ["/nonexistent/baseline", "/nonexistent/current"],
     "cluster": ["status"],
     "images": ["list"],

@@ -1,0 +1,187 @@
+"""`loadtest tune --release`: a release as tune reads it (its values through helm, its pods and nodes through
+kubectl, its last steady window through its Prometheus) and the change made with helm, watched until the next
+steady window shows what it did."""
+from __future__ import annotations
+
+import json
+import time
+
+from .. import catalog, sizing, tuning, units
+from ..errors import UsageError
+from .locustweb import LocustWeb
+from .prom import Prometheus
+from .release import Release, ReleaseError
+from .sweeper import SweepFailed, measure
+
+LOCUST = ("locust-master", "locust-worker")
+ROLLOUT_TIMEOUT = "10m"
+WORKERS_TIMEOUT_S = 180
+# The rules' rates look back a minute: after a change, this long before a window holds none of the old workers.
+RATE_WINDOW_S = 60
+
+
+def quantity_mi(text: str) -> int:
+    """A Kubernetes memory quantity (bytes, 1Ki, 512Mi, 1Gi, ...) in MiB."""
+    text = str(text)
+    return int(text) // 2**20 if text.isdigit() else units.parse_memory_mi(text)
+
+
+def pod_request(pod: dict, name: str | None = None) -> sizing.PodRequest:
+    """A pod's requests as the scheduler counts them: its containers' sum, or its largest init container's."""
+    def sums(containers: list[dict]) -> tuple[int, int]:
+        requests = [c.get("resources", {}).get("requests", {}) for c in containers]
+        return (sum(units.parse_cpu_m(r.get("cpu", 0)) for r in requests),
+                sum(quantity_mi(r.get("memory", 0)) for r in requests))
+
+    spec = pod["spec"]
+    cpu, memory = sums(spec["containers"])
+    for init in spec.get("initContainers", []):
+        c, m = sums([init])
+        cpu, memory = max(cpu, c), max(memory, m)
+    return sizing.PodRequest(name or pod["metadata"]["name"], cpu, memory)
+
+
+def _tolerated(taint: dict, tolerations: list[dict]) -> bool:
+    if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+        return True
+    return any(t.get("operator") == "Exists" and not t.get("key")
+               or t.get("key") == taint.get("key") and (t.get("operator") == "Exists"
+                                                         or t.get("value") == taint.get("value"))
+               for t in tolerations)
+
+
+def _component(pod: dict, release: str) -> str | None:
+    labels = pod["metadata"].get("labels", {})
+    return labels.get("app.kubernetes.io/component") if labels.get("app.kubernetes.io/instance") == release else None
+
+
+def node_group(release: Release, worker: dict) -> tuning.NodeGroup:
+    """The nodes the worker Deployment's pods may run on (its nodeSelector and tolerations) and what else runs
+    there: DaemonSet pods on every node; the cluster's add-ons (kube-system), which may land among the workers, and
+    any other pod on those nodes, counted as the sizing counts CoreDNS; the release's master."""
+    template = worker["spec"]["template"]["spec"]
+    selector = ",".join(f"{k}={v}" for k, v in template.get("nodeSelector", {}).items())
+    nodes = [n for n in json.loads(release.kubectl("get", "nodes", "-o", "json", *(["-l", selector] if selector
+                                                                                   else [])))["items"]
+             if not n["spec"].get("unschedulable")
+             and all(_tolerated(t, template.get("tolerations", [])) for t in n["spec"].get("taints", []))]
+    if not nodes:
+        raise UsageError(f"no node takes release {release.name}'s workers (nodeSelector {selector or 'none'}): "
+                         "the node group is missing or cordoned; see `kubectl get nodes --show-labels`")
+    names = {n["metadata"]["name"] for n in nodes}
+    pods = [p for p in json.loads(release.kubectl("get", "pods", "--all-namespaces", "-o", "json"))["items"]
+            if p["status"].get("phase") not in ("Succeeded", "Failed")]
+    daemonsets: dict[str, list[sizing.PodRequest]] = {name: [] for name in names}
+    others, master, used = [], None, {name: 0 for name in names}
+    for pod in pods:
+        where, component = pod["spec"].get("nodeName"), _component(pod, release.name)
+        owners = {o["kind"]: o["name"] for o in pod["metadata"].get("ownerReferences", [])}
+        request = pod_request(pod, owners.get("DaemonSet") or owners.get("ReplicaSet") or None)
+        if component == "locust-worker" and pod["metadata"]["namespace"] == release.namespace:
+            continue
+        if where in used:
+            used[where] += request.cpu_m
+        if component == "locust-master" and pod["metadata"]["namespace"] == release.namespace:
+            master = request
+        elif "DaemonSet" in owners:
+            if where in daemonsets:
+                daemonsets[where].append(request)
+        elif where in names or pod["metadata"]["namespace"] == "kube-system":
+            others.append(request)
+    if master is None:
+        raise ReleaseError(f"release {release.name} has no running master pod in namespace {release.namespace}")
+    # The node whose DaemonSets take the most stands for all; the smallest node for the shape.
+    ds = max(daemonsets.values(), key=lambda pods: sum(p.cpu_m for p in pods))
+    smallest = min(nodes, key=lambda n: units.parse_cpu_m(n["status"]["allocatable"]["cpu"]))
+    status = smallest["status"]
+    types = {n["metadata"].get("labels", {}).get("node.kubernetes.io/instance-type") for n in nodes}
+    node_type = types.pop() if len(types) == 1 else None
+    shape = sizing.NodeShape(
+        name=node_type or smallest["metadata"]["name"], cpu_m=units.parse_cpu_m(status["capacity"]["cpu"]),
+        memory_mi=quantity_mi(status["capacity"]["memory"]),
+        allocatable_cpu_m=units.parse_cpu_m(status["allocatable"]["cpu"]),
+        allocatable_memory_mi=quantity_mi(status["allocatable"]["memory"]),
+        max_pods=int(status["allocatable"].get("pods", 110)))
+    free_now = tuple(units.parse_cpu_m(n["status"]["allocatable"]["cpu"]) - used[n["metadata"]["name"]]
+                     for n in nodes)
+    return tuning.NodeGroup(shape, len(nodes), tuple(ds), tuple(others), master, free_now,
+                            node_type if node_type in catalog.INSTANCES else None)
+
+
+def _pending(release: Release) -> int:
+    pods = json.loads(release.kubectl("get", "pods", "-o", "json", "-l",
+                                      f"app.kubernetes.io/instance={release.name},"
+                                      "app.kubernetes.io/component=locust-worker"))["items"]
+    return sum(1 for p in pods if p["status"].get("phase") == "Pending" and not p["spec"].get("nodeName")
+               and not p["metadata"].get("deletionTimestamp"))
+
+
+def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
+    """The release now: its values, Pending workers, worker nodes, and the last WINDOW_S of steady samples."""
+    locust = release.values().get("locust", {})
+    worker = release.labelled("deployment", "locust-worker")
+    window = rps = fail_ratio = p95 = None
+    users = 0
+    try:
+        f = measure(prometheus, release.name, time.time(), tuning.WINDOW_S, prometheus.scrape_interval_s())
+        window, rps, p95, users = f["window"], f["rps"], f["p95_ms"], round(f["users"])
+        fail_ratio = f["failures"] / f["requests"] if f["requests"] else None
+    except SweepFailed:
+        pass  # no swarm in the window: nothing to judge
+    return tuning.Snapshot(
+        release=release.name, mode=locust.get("mode", "interactive"),
+        worker_cpu_m=units.parse_cpu_m(locust.get("worker", {}).get("cpu", "1000m")),
+        worker_memory_mi=quantity_mi(locust.get("worker", {}).get("memory", "512Mi")),
+        replicas=int(worker["spec"]["replicas"]), pending=_pending(release), users=users, rps=rps,
+        fail_ratio=fail_ratio, p95_ms=p95, window=window, group=node_group(release, worker))
+
+
+def check_release(release: Release) -> dict:
+    """The release's values, refused with the fix when tune cannot read or change it."""
+    values = release.values()
+    mode = values.get("locust", {}).get("mode", "interactive")
+    if mode == "run":
+        raise UsageError(f"release {release.name} runs locust.mode run: its master and workers are Jobs, which "
+                         "helm cannot upgrade; tune an interactive or autostart release, then run again")
+    if not values.get("monitoring", {}).get("enabled"):
+        raise UsageError(f"release {release.name} has monitoring.enabled false: tune reads the steady window from "
+                         f"the release's Prometheus; `helm upgrade {release.name} charts/loadtest --reuse-values "
+                         "--set monitoring.enabled=true`")
+    return values
+
+
+def revision(release: Release) -> int:
+    return int(json.loads(release.helm("status", release.name, "-o", "json"))["version"])
+
+
+def upgrade(release: Release, chart: str, changes: dict[str, str], progress=print) -> None:
+    """helm upgrade --reuse-values with the changes, waiting for the rollout (a new worker is ready once the master
+    accepted it, so the swarm goes on)."""
+    progress(f"running: {' '.join(tuning.upgrade_command(release.name, release.namespace, chart, changes))} "
+             f"--wait --timeout {ROLLOUT_TIMEOUT}")
+    sets = [arg for key, value in changes.items() for arg in ("--set", f"{key}={value}")]
+    release.helm("upgrade", release.name, chart, "--reuse-values", *sets, "--wait", "--timeout", ROLLOUT_TIMEOUT,
+                 timeout=900)
+
+
+def rollback(release: Release, to: int, progress=print) -> None:
+    progress(f"running: helm rollback {release.name} {to} -n {release.namespace} --wait")
+    release.helm("rollback", release.name, str(to), "--wait", "--timeout", ROLLOUT_TIMEOUT, timeout=900)
+
+
+def after_change(release: Release, prometheus: Prometheus, web_url: str, credentials: str | None,
+                 progress=print) -> tuning.Snapshot:
+    """The first steady window that holds only the changed release: every worker connected, then the rules' rate
+    window and one tune window."""
+    replicas = int(release.labelled("deployment", "locust-worker")["spec"]["replicas"])
+    LocustWeb(web_url, credentials).wait_workers(replicas, WORKERS_TIMEOUT_S)
+    scrape = prometheus.scrape_interval_s()
+    wait_s = RATE_WINDOW_S + tuning.WINDOW_S + 2 * scrape
+    progress(f"{replicas} worker(s) connected; watching the next steady window ({wait_s:.0f} s: the rules' minute "
+             "forgets the old workers, then a minute is judged)")
+    deadline = time.monotonic() + wait_s
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(15.0, left))
+        progress(f"  {wait_s - max(0.0, deadline - time.monotonic()):4.0f}/{wait_s:.0f} s")
+    return snapshot(release, prometheus)
+

@@ -1,0 +1,131 @@
+"""`loadtest tune`'s decision: recorded snapshots of a release (its values, pods, nodes and steady window) and the
+diagnosis and values change each must give, with the numbers from the sizing, the catalog and the rules."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from loadtest import catalog, profiles, rules, sizing, tuning, verdict
+
+C5_XLARGE = catalog.get("c5.xlarge")
+
+
+def eks_group(node_type: str = "c5.xlarge", nodes: int = 2) -> tuning.NodeGroup:
+    """An EKS node group as tune reads it from the cluster: the add-ons' DaemonSets, CoreDNS, a 200m master."""
+    return tuning.NodeGroup(sizing.node_shape(catalog.get(node_type)), nodes, sizing.EKS_DAEMONSETS,
+                            sizing.EKS_CLUSTER_PODS, sizing.MASTER_SMALL, node_type=node_type)
+
+
+def window(busiest: float, target: float | None = 0.3, throttling: float | None = 0.0, samples: int = 4,
+           generator_share: float | None = None, target_share: float | None = None) -> verdict.Window:
+    """A steady window whose saturated shares follow from its figures, as the rules record them."""
+    sample = verdict.Sample((busiest,), target, None, throttling)
+    return verdict.Window(samples, float(sample.generator_saturated) if generator_share is None else generator_share,
+                          float(sample.target_saturated) if target_share is None else target_share, busiest,
+                          target, None, throttling)
+
+
+# The seed's first run: 5 workers at 100m, throttled at their quota, on 2 c5.xlarge nodes that are 40 % requested.
+THIN = tuning.Snapshot("lt", "interactive", 100, 512, 5, 0, 500, 230.0, 0.0, 40.0,
+                       window(busiest=0.99, throttling=0.85), eks_group())
+SNAPSHOTS = {
+    "thin workers": (THIN, tuning.WHOLE_CORE,
+                     {"locust.worker.cpu": "1000m", "locust.worker.replicas": "6"}, 0),
+    "whole workers, room on the nodes": (
+        replace(THIN, worker_cpu_m=1000, replicas=4, window=window(busiest=0.97)), tuning.MORE_GENERATOR,
+        {"locust.worker.replicas": "6"}, 0),
+    # 6 workers fill 2 c5.xlarge; 8 would sit at ~73 % of a core: 3 nodes hold 9.
+    "full nodes": (replace(THIN, worker_cpu_m=1000, replicas=6, window=window(busiest=0.97)),
+                   tuning.MORE_GENERATOR, {}, 1),
+    "target-bound": (replace(THIN, worker_cpu_m=1000, replicas=6, window=window(busiest=0.4, target=0.95)),
+                     tuning.SWEEP_TARGET, {}, 0),
+    # Interactive mode: the users are the web UI's, no values change.
+    "healthy, interactive": (replace(THIN, worker_cpu_m=1000, replicas=6, window=window(busiest=0.3, target=0.45)),
+                             tuning.RAISE_USERS, {}, 0),
+    # 0.9 / 0.45 = 2x the users.
+    "healthy, autostart": (replace(THIN, mode="autostart", worker_cpu_m=1000, replicas=6,
+                                   window=window(busiest=0.3, target=0.45)),
+                           tuning.RAISE_USERS, {"locust.autostart.users": "1000"}, 0),
+    # 8 asked on 2 c5.xlarge that hold 6: ask for 6, or add a node.
+    "pending workers": (replace(THIN, worker_cpu_m=1000, replicas=8, pending=2), tuning.WORKERS_PENDING,
+                        {"locust.worker.replicas": "6"}, 1),
+    "no swarm": (replace(THIN, users=0, window=None, rps=None), tuning.IDLE, {}, 0),
+    # A 2-vCPU node without the add-ons' DaemonSets, like this machine's real node: one whole worker fits.
+    "thin worker on a small node": (
+        replace(THIN, replicas=1, group=tuning.NodeGroup(
+            sizing.NodeShape("node", 2000, 8000, 2000, 8000, 110), 1, (),
+            (sizing.PodRequest("coredns", 50, 70), sizing.PodRequest("backend", 100, 64),
+             sizing.PodRequest("prometheus", 100, 256)), sizing.PodRequest("locust-master", 100, 256))),
+        tuning.WHOLE_CORE, {"locust.worker.cpu": "1000m", "locust.worker.replicas": "1"}, 0),
+}
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_each_snapshot_gets_its_diagnosis_and_change(name):
+    snapshot, diagnosis, changes, nodes = SNAPSHOTS[name]
+    advice = tuning.advise(snapshot)
+    print(f"{name}: {advice.diagnosis}: {advice.summary}")
+    assert (advice.diagnosis, advice.changes, advice.nodes_to_add) == (diagnosis, changes, nodes)
+    assert set(advice.current) == set(advice.changes)
+    assert advice.changes or advice.next_step or advice.nodes_to_add, "advice with nothing to do"
+
+
+def test_a_node_to_add_is_priced_from_the_catalog():
+    advice = tuning.advise(SNAPSHOTS["full nodes"][0])
+    assert advice.usd_per_hour == C5_XLARGE.price_usd_hour
+    assert f"{C5_XLARGE.price_usd_hour:.3f} USD/h" in advice.summary
+
+
+@pytest.mark.parametrize("node_type", ["c5.large", "c5.xlarge", "c5.4xlarge", "m5.large"])
+def test_the_workers_a_group_holds_are_loadtest_sizes(node_type):
+    profile = next(p for p in profiles.PROFILES if p.node_type == node_type)
+    group = eks_group(node_type, profile.nodes)
+    assert group.holds(1000, 512) == profile.plan.replicas == sizing.plan_workers(profile.shape, profile.nodes).replicas
+
+
+def test_the_thin_workers_advice_shows_its_figures():
+    advice = tuning.advise(THIN)
+    text = "\n".join((advice.summary, *advice.figures))
+    assert "throttled in 85% of their CFS periods" in text
+    assert "they hold 6 worker(s) at 1000m" in text
+    assert "230 RPS" in text
+
+
+def test_raising_users_is_bounded_and_says_the_rps_it_expects():
+    cool = replace(THIN, mode="autostart", worker_cpu_m=1000, replicas=6, users=100, rps=1000.0,
+                   window=window(busiest=0.01, target=0.02))
+    advice = tuning.advise(cool)
+    assert advice.changes == {"locust.autostart.users": str(100 * tuning.MAX_USERS_FACTOR)}
+    assert "about 4,000 RPS at 10.0 RPS a user" in advice.summary
+
+
+def test_a_core_that_fits_no_node_asks_for_nodes_not_a_pending_worker():
+    crowded = replace(THIN, group=replace(THIN.group, nodes=1, cluster_pods=(sizing.PodRequest("other", 3200, 100),)))
+    advice = tuning.advise(crowded)
+    assert advice.diagnosis == tuning.WHOLE_CORE and not advice.changes
+    assert advice.nodes_to_add >= 1
+
+
+def test_a_regression_is_an_rps_drop_beyond_compares_limit_or_new_failures():
+    before = replace(THIN, worker_cpu_m=1000, replicas=6, rps=1000.0, fail_ratio=0.0)
+    assert tuning.Outcome(before, replace(before, rps=960.0)).worse == []
+    assert "RPS fell 10%" in tuning.Outcome(before, replace(before, rps=900.0)).worse[0]
+    assert "failures rose" in tuning.Outcome(before, replace(before, fail_ratio=0.05)).worse[0]
+    assert len(tuning.Outcome(before, before).table()) == 8
+
+
+def test_the_upgrade_keeps_every_other_value():
+    assert tuning.upgrade_command("lt", "lt", "charts/loadtest", {"locust.worker.cpu": "1000m"}) == [
+        "helm", "upgrade", "lt", "charts/loadtest", "-n", "lt", "--reuse-values", "--set", "locust.worker.cpu=1000m"]
+
+
+def test_the_rules_advice_names_tunes_diagnoses_over_tunes_window():
+    """The dashboards' advice (loadtest:advice) and tune's are one diagnosis: the same names, the same window
+    (tests/promtool holds the situations each name comes from)."""
+    advice = [r for r in rules.rules() if r.get("record") == "loadtest:advice"]
+    assert [r["labels"]["advice"] for r in advice] == list(tuning.DIAGNOSES)
+    shares = [r["expr"] for r in rules.rules()
+              if r.get("record") in ("loadtest:generator_saturated_steady:share1m", "loadtest:workers_starved:bool",
+                                     "loadtest:workers_pending:count")]
+    assert len(shares) == 3 and all(f"[{tuning.WINDOW_S // 60}m]" in expr for expr in shares)
