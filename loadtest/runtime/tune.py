@@ -69,8 +69,9 @@ def node_group(release: Release, worker: dict) -> tuning.NodeGroup:
         raise UsageError(f"no node takes release {release.name}'s workers (nodeSelector {selector or 'none'}): "
                          "the node group is missing or cordoned; see `kubectl get nodes --show-labels`")
     names = {n["metadata"]["name"] for n in nodes}
+    # A finished pod holds no CPU, nor does one being deleted by the time a change schedules.
     pods = [p for p in json.loads(release.kubectl("get", "pods", "--all-namespaces", "-o", "json"))["items"]
-            if p["status"].get("phase") not in ("Succeeded", "Failed")]
+            if p["status"].get("phase") not in ("Succeeded", "Failed") and not p["metadata"].get("deletionTimestamp")]
     daemonsets: dict[str, list[sizing.PodRequest]] = {name: [] for name in names}
     others, master, used = [], None, {name: 0 for name in names}
     for pod in pods:
@@ -108,7 +109,7 @@ def node_group(release: Release, worker: dict) -> tuning.NodeGroup:
                             node_type if node_type in catalog.INSTANCES else None)
 
 
-def _pending(release: Release) -> int:
+def pending_workers(release: Release) -> int:
     pods = json.loads(release.kubectl("get", "pods", "-o", "json", "-l",
                                       f"app.kubernetes.io/instance={release.name},"
                                       "app.kubernetes.io/component=locust-worker"))["items"]
@@ -132,7 +133,7 @@ def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
         release=release.name, mode=locust.get("mode", "interactive"),
         worker_cpu_m=units.parse_cpu_m(locust.get("worker", {}).get("cpu", "1000m")),
         worker_memory_mi=quantity_mi(locust.get("worker", {}).get("memory", "512Mi")),
-        replicas=int(worker["spec"]["replicas"]), pending=_pending(release), users=users, rps=rps,
+        replicas=int(worker["spec"]["replicas"]), pending=pending_workers(release), users=users, rps=rps,
         fail_ratio=fail_ratio, p95_ms=p95, window=window, group=node_group(release, worker))
 
 
