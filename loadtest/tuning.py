@@ -101,6 +101,7 @@ class Snapshot:
     p95_ms: float | None = None
     window: verdict.Window | None = None  # None: no steady sample in the window
     group: NodeGroup | None = None  # None: the nodes could not be read
+    no_window: str | None = None  # why there is no steady window, when there is none
 
 
 @dataclass(frozen=True)
@@ -162,8 +163,7 @@ def advise(s: Snapshot) -> Advice:
             nodes_to_add=add, usd_per_hour=cost)
     w = s.window
     if w is None or not s.users:
-        return Advice(IDLE, "no steady window in the last minute (no swarm with every user running): nothing to "
-                            "judge yet",
+        return Advice(IDLE, f"no steady window of {WINDOW_S} s to judge ({s.no_window or 'no users running'})",
                       next_step="start the swarm (the web UI, `loadtest run --release`, or locust.mode autostart) "
                                 f"and run tune again once every user has run for {WINDOW_S} s")
     v = verdict.judge(w)

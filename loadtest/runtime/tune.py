@@ -121,20 +121,28 @@ def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
     """The release now: its values, Pending workers, worker nodes, and the last WINDOW_S of steady samples."""
     locust = release.values().get("locust", {})
     worker = release.labelled("deployment", "locust-worker")
-    window = rps = fail_ratio = p95 = None
+    window = rps = fail_ratio = p95 = no_window = None
     users = 0
+    scrape = prometheus.scrape_interval_s()
+    # The rules' steady samples (1 with every user running) of the window, one an evaluation (a scrape interval).
+    steady = prometheus.scalar(f'sum(sum_over_time(loadtest:steady:bool{{release="{release.name}"}}'
+                               f'[{tuning.WINDOW_S}s]))') or 0
     try:
-        f = measure(prometheus, release.name, time.time(), tuning.WINDOW_S, prometheus.scrape_interval_s())
+        if steady * scrape < tuning.WINDOW_S:
+            raise SweepFailed(f"every user ran for {steady * scrape:.0f} s of the last {tuning.WINDOW_S} s; run tune "
+                              f"again in {tuning.WINDOW_S - steady * scrape:.0f} s")
+        f = measure(prometheus, release.name, time.time(), tuning.WINDOW_S, scrape)
         window, rps, p95, users = f["window"], f["rps"], f["p95_ms"], round(f["users"])
         fail_ratio = f["failures"] / f["requests"] if f["requests"] else None
-    except SweepFailed:
-        pass  # no swarm in the window: nothing to judge
+    except SweepFailed as e:
+        no_window = str(e)  # no swarm in the window, or not for the whole window yet: nothing to judge
     return tuning.Snapshot(
         release=release.name, mode=locust.get("mode", "interactive"),
         worker_cpu_m=units.parse_cpu_m(locust.get("worker", {}).get("cpu", "1000m")),
         worker_memory_mi=quantity_mi(locust.get("worker", {}).get("memory", "512Mi")),
         replicas=int(worker["spec"]["replicas"]), pending=pending_workers(release), users=users, rps=rps,
-        fail_ratio=fail_ratio, p95_ms=p95, window=window, group=node_group(release, worker))
+        fail_ratio=fail_ratio, p95_ms=p95, window=window, group=node_group(release, worker),
+        no_window=no_window)
 
 
 def check_release(release: Release) -> dict:
