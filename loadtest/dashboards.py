@@ -90,20 +90,24 @@ def single(title: str, description: str, q: prometheus.Dataquery, unit: str, *, 
     return panel.color_mode(BigValueColorMode.VALUE).thresholds(red_above(red_from))
 
 
+def label_panel(title: str, description: str, record: str, label: str, width: int, no_value: str) -> stat.Panel:
+    """A rule's series shown by its label (the verdict, the advice): one word, not a number."""
+    return (stat.Panel().title(title).description(description).datasource(DATASOURCE).span(width).height(4)
+            .with_target(query(f'{rule(record)}{{{RELEASE}}}', f"{{{{{label}}}}}").instant())
+            .reduce_options(ReduceDataOptions().calcs(["lastNotNull"]))
+            .text_mode(BigValueTextMode.NAME).graph_mode(BigValueGraphMode.NONE).no_value(no_value))
+
+
 def verdict_panel() -> stat.Panel:
     colors = {"generator-bound": "red", "target-bound": "green", "healthy": "blue"}
-    panel = (stat.Panel().title("Verdict").datasource(DATASOURCE).span(8).height(4)
-             .description(
-                 "Which side limits the run now, from the saturation rules (the same the alerts use). "
-                 f"generator-bound: a worker is at {SATURATED:.0%} of its CPU ceiling (its limit, at most one core) "
-                 f"or throttled in {THROTTLED:.0%} of its CPU periods: the RPS is Locust's ceiling, not the "
-                 "target's capacity; add workers or nodes, not users. target-bound: the target is at its CPU "
-                 "ceiling with the workers below theirs: this RPS is the target's capacity. healthy: neither; "
-                 "raise users.")
-             .with_target(query(f'{rule("loadtest:verdict")}{{{RELEASE}}}', "{{verdict}}").instant())
-             .reduce_options(ReduceDataOptions().calcs(["lastNotNull"]))
-             .text_mode(BigValueTextMode.NAME).color_mode(BigValueColorMode.BACKGROUND)
-             .graph_mode(BigValueGraphMode.NONE).no_value("no test running"))
+    panel = label_panel(
+        "Verdict",
+        "Which side limits the run now, from the saturation rules (the same the alerts use). "
+        f"generator-bound: a worker is at {SATURATED:.0%} of its CPU ceiling (its limit, at most one core) "
+        f"or throttled in {THROTTLED:.0%} of its CPU periods: the RPS is Locust's ceiling, not the "
+        "target's capacity; add workers or nodes, not users. target-bound: the target is at its CPU "
+        "ceiling with the workers below theirs: this RPS is the target's capacity. healthy: neither; "
+        "raise users.", "loadtest:verdict", "verdict", 8, "no test running").color_mode(BigValueColorMode.BACKGROUND)
     for name, color in colors.items():
         panel = panel.override_by_name(name, [DynamicConfigValue(id_val="color",
                                                                  value={"mode": "fixed", "fixedColor": color})])
@@ -111,19 +115,16 @@ def verdict_panel() -> stat.Panel:
 
 
 def advice_panel() -> stat.Panel:
-    return (stat.Panel().title("Next step").datasource(DATASOURCE).span(16).height(4)
-            .description(
-                "What to change next, from the last minute's steady samples: `loadtest tune`'s diagnosis (the rule "
-                "loadtest:advice). workers-pending: worker pods find no node, ask for fewer or add nodes. "
-                "give-workers-a-whole-core: the workers are throttled or below a core; a worker uses up to one, "
-                "so give each 1000m and as many as the nodes hold. add-workers-or-nodes: whole workers at their "
-                "core; more workers where the nodes have room, else nodes. sweep-target-cpus: the target is at its "
-                "CPU, the generator is fine; measure it at more CPUs. raise-users: neither side is saturated. "
-                "`loadtest tune --release <name>` prints the numbers and the helm upgrade; --apply runs it.")
-            .with_target(query(f'{rule("loadtest:advice")}{{{RELEASE}}}', "{{advice}}").instant())
-            .reduce_options(ReduceDataOptions().calcs(["lastNotNull"]))
-            .text_mode(BigValueTextMode.NAME).color_mode(BigValueColorMode.NONE)
-            .graph_mode(BigValueGraphMode.NONE).no_value("no test running for a minute"))
+    return label_panel(
+        "Next step",
+        "What to change next, from the last minute's steady samples: `loadtest tune`'s diagnosis (the rule "
+        "loadtest:advice). workers-pending: worker pods find no node, ask for fewer or add nodes. "
+        "give-workers-a-whole-core: the workers are throttled or below a core; a worker uses up to one, "
+        "so give each 1000m and as many as the nodes hold. add-workers-or-nodes: whole workers at their "
+        "core; more workers where the nodes have room, else nodes. sweep-target-cpus: the target is at its "
+        "CPU, the generator is fine; measure it at more CPUs. raise-users: neither side is saturated. "
+        "`loadtest tune --release <name>` prints the numbers and the helm upgrade; --apply runs it.",
+        "loadtest:advice", "advice", 16, "no test running for a minute").color_mode(BigValueColorMode.NONE)
 
 
 def base(uid: str, title: str, description: str) -> dashboard.Dashboard:
