@@ -128,8 +128,8 @@ def markdown(sweep: Sweep) -> str:
 
 
 def svg_chart(title: str, xs: list[float], series: dict[str, list[float | None]], unit: str,
-              marked: list[bool]) -> str:
-    """A small line chart; red rings mark generator-bound steps."""
+              marked: list[bool], baseline_x: float | None = None) -> str:
+    """A small line chart; red rings mark generator-bound steps (or runs), a dashed line the baseline's x."""
     w, h, pad = 560, 240, 44
     values = [v for s in series.values() for v in s if v is not None] or [0.0]
     top = max(values) * 1.1 or 1.0
@@ -147,6 +147,11 @@ def svg_chart(title: str, xs: list[float], series: dict[str, list[float | None]]
              f'<text x="4" y="{pad}" font-size="11">{top:,.0f} {html.escape(unit)}</text>',
              f'<text x="{pad}" y="{h - 8}" font-size="11">{left:g}</text>',
              f'<text x="{w - pad}" y="{h - 8}" font-size="11" text-anchor="end">{right:g}</text>']
+    if baseline_x is not None:
+        x, _ = pos(baseline_x, 0)
+        parts.append(f'<line x1="{x:.1f}" y1="{pad}" x2="{x:.1f}" y2="{h - pad}" stroke="#555" '
+                     'stroke-dasharray="4 3"/>')
+        parts.append(f'<text x="{x + 3:.1f}" y="{pad + 10}" font-size="11">baseline</text>')
     for n, (name, ys) in enumerate(series.items()):
         pts = [pos(x, y) for x, y in zip(xs, ys) if y is not None]
         colour = colours[n % len(colours)]

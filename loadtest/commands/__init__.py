@@ -15,7 +15,7 @@ import sys
 from ..errors import RunFailed, UsageError
 
 # One module per command, each with register(subparsers); in the order `loadtest --help` lists them.
-COMMANDS = ("catalog", "size", "plan", "calibrate", "local", "run", "sweep", "tune", "compare", "values", "docs", "dashboards", "cluster", "images")
+COMMANDS = ("catalog", "size", "plan", "calibrate", "local", "run", "sweep", "tune", "compare", "history", "values", "docs", "dashboards", "cluster", "images")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import checks, locuststats, paths, runresult, units
+from .. import checks, compare, history, locuststats, paths, runresult, units
 from ..errors import RunFailed, UsageError
 from ..runtime import localrun, release, releaserun
 from . import local, types
@@ -43,6 +43,19 @@ def print_outcomes(report: runresult.RunReport, files: dict[str, Path], out=prin
     out(f"  exit code        {code}: {report.meaning}")
     out(f"  results          {files['json'].parent} ({', '.join(p.name for p in files.values())}, "
         "report.html, stats*.csv, series.csv)")
+
+
+def hold_to_baseline(out: Path, code: int, say=print) -> int:
+    """A finished run in a store with a pinned baseline: compared with it, the comparison kept in its folder; a
+    regression fails a run that passed its checks."""
+    comparison = history.against_baseline(out.parent, out)
+    if comparison is None:
+        return code
+    paths.write_text(out / "baseline.md", compare.markdown(comparison))
+    result = ("invalid (a side was generator-bound)" if comparison.invalid
+              else "REGRESSION" if comparison.regressed else "no regression")
+    say(f"  baseline         {result} against {comparison.baseline.name} (baseline.md)")
+    return checks.CHECK_FAILED if comparison.regressed and not comparison.invalid and code == checks.PASSED else code
 
 
 def run(args) -> int:
@@ -85,7 +98,7 @@ def run(args) -> int:
     if report.generator_bound:
         print("loadtest run: invalid measurement: the generator was the limit; add workers or cores and run again",
               file=sys.stderr)
-    return report.exit_code
+    return hold_to_baseline(out, report.exit_code)
 
 
 def run_release(args, judged: list[checks.Check]) -> int:
@@ -126,7 +139,7 @@ def run_release(args, judged: list[checks.Check]) -> int:
     if report.generator_bound:
         print("loadtest run: invalid measurement: the generator was the limit; add workers or give each a whole "
               "core (helm upgrade --reuse-values --set locust.worker.cpu=1000m) and run again", file=sys.stderr)
-    return report.exit_code
+    return hold_to_baseline(out, report.exit_code)
 
 
 # Options of --local that a release sets in its values instead.

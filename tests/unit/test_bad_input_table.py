@@ -19,6 +19,7 @@ REQUIRED = {
     "run": ["--local"],
     "sweep": ["--local", "--steps", "10"],
     "tune": ["--release", "lt"],
+    "history": ["--store", "/"],
     "compare": ["/nonexistent/baseline", "/nonexistent/current"],
     "cluster": ["status"],
     "images": ["list"],
@@ -33,13 +34,13 @@ DURATIONS = {"--run-time", "--warmup", "--hold"}
 SHARES = {"--max-rps-drop", "--max-p95-rise"}
 QUANTITIES = {"--worker-cpu": "1000 cores", "--worker-memory": "-512Mi"}
 FILES_READ = {"--calibration", "--locustfile", "--requirements", "--from-sweep", "--locust-auth-file", "--kubeconfig",
-              "--chart"}
+              "--chart", "--store"}
 FILES_WRITTEN = {"--output", "--write-values", "--markdown"}
 URLS = {"--prometheus", "--locust", "--host"}
 NAMES = {"--node-type": "c5.mega", "--node-types": "c5.large,t9.huge", "--scenario": "ping", "--scenarios": "ping",
          "--choose": "c5.mega", "--release": "Not_A_Release", "--namespace": "Not A Namespace",
          "--set": "no-equals-sign", "--steps": "10,x,30", "--check": "p95 under 200ms", "--sweep": "cores",
-         "--target": "envoy", "--tls-mode": "mtls"}
+         "--target": "envoy", "--tls-mode": "mtls", "--baseline": "no-such-run"}
 # Options of run and sweep that belong to --release: tried there, on a release named lt.
 RELEASE_ONLY = {"--release", "--namespace", "--kubeconfig", "--prometheus", "--locust", "--locust-auth-file", "--chart"}
 PARSER = commands.build_parser()

@@ -1,0 +1,58 @@
+"""A store's history from run folders as `loadtest run` writes them (runresult.write): oldest first, the table, the
+baseline a generator-bound or incomplete run cannot be, the comparison with it by compare's limits, and the page."""
+from __future__ import annotations
+
+import pytest
+
+from loadtest import checks, history, runresult, verdict
+from loadtest.errors import UsageError
+
+
+def write_run(store, name: str, started: float, rps: float, p95: float, kind: str = verdict.HEALTHY,
+              incomplete: str | None = None):
+    figures = {checks.AGGREGATED: checks.Figures(checks.AGGREGATED, int(rps * 10), 0, rps, p95 / 2, p95 * 3,
+                                                 {0.5: p95 / 2, 0.95: p95, 0.99: p95 * 2})}
+    report = runresult.RunReport({"scenario": "keepalive_1kb", "target": "backend"}, started, started + 10, figures,
+                                 [], verdict=verdict.Verdict(kind, "because"), incomplete=incomplete)
+    runresult.write(report, store / name)
+
+
+@pytest.fixture
+def store(tmp_path):
+    write_run(tmp_path, "b-second", 2000.0, 950.0, 11.0)
+    write_run(tmp_path, "a-first", 1000.0, 1000.0, 10.0)
+    write_run(tmp_path, "c-bound", 3000.0, 500.0, 30.0, kind=verdict.GENERATOR_BOUND)
+    write_run(tmp_path, "d-cut", 4000.0, 10.0, 1.0, incomplete="interrupted")
+    (tmp_path / "not-a-run").mkdir()
+    return tmp_path
+
+
+def test_runs_are_read_oldest_first_and_other_folders_ignored(store):
+    assert [r.folder for r in history.runs(store)] == ["a-first", "b-second", "c-bound", "d-cut"]
+
+
+@pytest.mark.parametrize("name, why", [("c-bound", "generator-bound"), ("d-cut", "incomplete"),
+                                       ("nope", "no run of that name")])
+def test_a_run_that_cannot_be_a_baseline_is_refused_naming_why(store, name, why):
+    with pytest.raises(UsageError, match=why):
+        history.pin(store, name, history.runs(store))
+    assert history.baseline(store) is None
+
+
+def test_a_pinned_baseline_judges_later_runs_by_compares_limits(store):
+    history.pin(store, "a-first", history.runs(store))
+    assert history.baseline(store) == "a-first"
+    assert not history.against_baseline(store, store / "b-second").regressed  # -5 % RPS, +10 % p95: at the limits
+    write_run(store, "e-slow", 5000.0, 900.0, 10.0)
+    assert history.against_baseline(store, store / "e-slow").regressed
+    assert history.against_baseline(store, store / "a-first") is None
+
+
+def test_the_table_and_the_page_show_every_run_and_the_baseline(store):
+    history.pin(store, "a-first", history.runs(store))
+    known = history.runs(store)
+    lines = history.table(known, "a-first")
+    assert len(lines) == 5 and "(baseline)" in lines[1] and "(incomplete)" in lines[4]
+    page = history.html_page(store, known, "a-first")
+    assert page.count("<svg") == 3 and "baseline</text>" in page
+    assert 'href="a-first/summary.md"' in page and "Baseline: run 1, a-first" in page
