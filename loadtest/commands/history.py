@@ -35,7 +35,7 @@ def run(args) -> int:
     lines = history.table(known, pinned)
     print(lines[0] + "  vs baseline")
     for run_, line in zip(known, lines[1:]):
-        print(f"{line}  {vs_baseline(store, run_, pinned)}")
+        print(f"{line}  {vs_baseline(store, run_, pinned)}".rstrip())
     paths.write_text(out, history.html_page(store, known, pinned))
     print(f"history page: {out}")
     return checks.PASSED

@@ -91,3 +91,23 @@ def test_a_group_too_small_for_the_workers_is_told_the_nodes_to_add_and_their_co
     assert advice.changes == {"locust.worker.replicas": str(fit)}
     assert (advice.nodes_to_add, advice.usd_per_hour) == (1, price)
     assert f"add 1 node(s) to the worker node group, 3 in all (+{price:.3f} USD/h" in advice.summary
+
+
+@pytest.mark.parametrize("sets, says", [
+    (("--set", "monitoring.enabled=false"), "has monitoring.enabled false: tune reads the steady window from the "
+                                            "release's Prometheus"),
+    (("--set", "locust.mode=run", "--set", "locust.autostart.runTime=1m"), "runs locust.mode run: its master and "
+                                                                           "workers are Jobs"),
+], ids=["no-monitoring", "mode-run"])
+def test_a_release_tune_cannot_read_or_change_is_refused_naming_the_fix(sets, says, cluster, node_group, namespace,
+                                                                       helm):
+    profile = profiles.by_file("c5-xlarge.yaml")
+    node_group(profile)
+    helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / profile.file), *sets)
+    revision = helm("history", RELEASE, "-n", namespace, "-o", "json")
+    result = subprocess.run([sys.executable, "-m", "loadtest", "tune", "--release", RELEASE, "--namespace", namespace,
+                             "--kubeconfig", str(cluster.kubeconfig), "--apply", "--yes"],
+                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr
+    assert helm("history", RELEASE, "-n", namespace, "-o", "json") == revision

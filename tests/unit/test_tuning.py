@@ -129,3 +129,13 @@ def test_the_rules_advice_names_tunes_diagnoses_over_tunes_window():
               if r.get("record") in ("loadtest:generator_saturated_steady:share1m", "loadtest:workers_starved:bool",
                                      "loadtest:workers_pending:count")]
     assert len(shares) == 3 and all(f"[{tuning.WINDOW_S // 60}m]" in expr for expr in shares)
+
+
+def test_with_more_pods_than_the_sizing_places_every_way_they_count_where_they_run():
+    """Beyond MAX_PLACED_PODS other pods (a cluster with many add-ons), every placement is too many to try: the pods
+    stay where they run, each node's CPU left now holds what it holds, and an added node is an empty one."""
+    many = tuple(sizing.PodRequest(f"addon-{i}", 100, 64) for i in range(tuning.MAX_PLACED_PODS + 1))
+    group = replace(eks_group(), cluster_pods=many, free_now_m=(3495 - 900, 3495 - 200))
+    assert group.holds(1000, 512) == 2 + 3
+    assert group.holds(1000, 512, nodes=3) == 2 + 3 + 3
+    assert group.nodes_for(7, 1000, 512) == 3
