@@ -230,8 +230,8 @@ def advise(s: Snapshot) -> Advice:
 
 def upgrade_command(release: str, namespace: str, chart: str, changes: dict[str, str]) -> list[str]:
     """The `helm upgrade` that makes the change and keeps every other value of the release."""
-    sets = [arg for key, value in changes.items() for arg in ("--set", f"{key}={value}")]
-    return ["helm", "upgrade", release, chart, "-n", namespace, "--reuse-values", *sets]
+    return ["helm", "upgrade", release, chart, "-n", namespace, "--reuse-values",
+            *(arg for key, value in changes.items() for arg in ("--set", f"{key}={value}"))]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from .prom import Prometheus
 from .release import Release, ReleaseError
 from .sweeper import SweepFailed, measure
 
-LOCUST = ("locust-master", "locust-worker")
 ROLLOUT_TIMEOUT = "10m"
 WORKERS_TIMEOUT_S = 180
 # The rules' rates look back a minute: after a change, this long before a window holds none of the old workers.
@@ -166,11 +165,9 @@ def revision(release: Release) -> int:
 def upgrade(release: Release, chart: str, changes: dict[str, str], progress=print) -> None:
     """helm upgrade --reuse-values with the changes, waiting for the rollout (a new worker is ready once the master
     accepted it, so the swarm goes on)."""
-    progress(f"running: {' '.join(tuning.upgrade_command(release.name, release.namespace, chart, changes))} "
-             f"--wait --timeout {ROLLOUT_TIMEOUT}")
-    sets = [arg for key, value in changes.items() for arg in ("--set", f"{key}={value}")]
-    release.helm("upgrade", release.name, chart, "--reuse-values", *sets, "--wait", "--timeout", ROLLOUT_TIMEOUT,
-                 timeout=900)
+    command = tuning.upgrade_command(release.name, release.namespace, chart, changes)
+    progress(f"running: {' '.join(command)} --wait --timeout {ROLLOUT_TIMEOUT}")
+    release.helm(*command[1:], "--wait", "--timeout", ROLLOUT_TIMEOUT, timeout=900)
 
 
 def rollback(release: Release, to: int, progress=print) -> None:

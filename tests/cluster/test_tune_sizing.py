@@ -62,8 +62,7 @@ def test_thin_workers_get_the_count_loadtest_size_gives_and_it_schedules(values_
     assert advice.diagnosis == tuning.WHOLE_CORE
     assert advice.changes == {"locust.worker.cpu": "1000m", "locust.worker.replicas": str(size)}
 
-    sets = [arg for key, value in advice.changes.items() for arg in ("--set", f"{key}={value}")]
-    helm("upgrade", RELEASE, str(paths.CHART), "-n", namespace, "--reuse-values", *sets, "--wait",
+    helm(*tuning.upgrade_command(RELEASE, namespace, str(paths.CHART), advice.changes)[1:], "--wait",
          "--timeout", "120s")
     settled = wait_scheduling_settled(cluster, namespace, SELECTOR)
     assert_all_running(cluster, namespace, SELECTOR)

@@ -15,7 +15,8 @@ import time
 import pytest
 import yaml
 
-from loadtest import paths, profiles, units
+from loadtest import paths, profiles
+from loadtest.runtime import tune
 from loadtest.runtime.cluster import NODE_GROUP_LABEL, pods
 from scheduling import assert_all_running, failed_scheduling_events, wait_scheduling_settled
 
@@ -46,15 +47,6 @@ def header_target_group(values_file: str) -> tuple[int, str] | None:
     """(nodes, node type) of the target node group the file's header states, None if it states none."""
     found = re.search(r"^# Target node group: (\d+) x ([\w.]+):", (paths.VALUES / values_file).read_text(), re.M)
     return (int(found.group(1)), found.group(2)) if found else None
-
-
-def cpu_request_m(pod: dict) -> int:
-    """A pod's CPU request as the scheduler counts it: its containers' sum, or its largest init container's."""
-    def cpu(container: dict) -> int:
-        return units.parse_cpu_m(container.get("resources", {}).get("requests", {}).get("cpu", 0))
-
-    spec = pod["spec"]
-    return max([sum(cpu(c) for c in spec["containers"]), *(cpu(c) for c in spec.get("initContainers", []))])
 
 
 def leftovers(cluster, namespace: str) -> list[str]:
@@ -95,7 +87,7 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
         assert {"nginx-ingress", "haproxy", "backend", "prometheus"} <= components
         misplaced = sorted(p["metadata"]["name"] for p in others if p["spec"]["nodeName"] not in target_nodes)
         assert not misplaced, f"{misplaced} must run on the target node group"
-        requested = sum(cpu_request_m(p) for p in others)
+        requested = sum(tune.pod_request(p).cpu_m for p in others)
         assert requested == profile.target_plan.pods_cpu_m, "the header's sum differs from what the pods request"
 
     # Tight, not lucky: one worker more than planned finds no node with the CPU for it.
