@@ -25,6 +25,9 @@ THROTTLED = rules.threshold("loadtest:cpu_throttling:threshold")
 SATURATED_SHARE = rules.threshold("loadtest:saturated_share:threshold")
 # On a full machine shared with the target, a worker at this share of a core or more competes for CPU.
 CONTENDED = rules.threshold("loadtest:worker_contention:threshold")
+# In the open model, a generator that started this share of its requests late for want of CPU (a user was waiting,
+# the worker woke it late) was the limit, whatever its CPU figures say.
+LATE_STARTS = rules.threshold("loadtest:late_starts:threshold")
 
 GENERATOR_BOUND = "generator-bound"
 TARGET_BOUND = "target-bound"
@@ -76,9 +79,10 @@ class Window:
     target_cpu: float | None = None
     host_cpu: float | None = None
     worker_throttling: float | None = None
+    late_starts: float | None = None  # open model: the share of requests the workers started late for want of CPU
 
     @classmethod
-    def of(cls, samples: list[Sample]) -> Window:
+    def of(cls, samples: list[Sample], late_starts: float | None = None) -> Window:
         """The window of samples taken locally (one a second)."""
         n = len(samples)
         workers = max((len(s.worker_cpu) for s in samples), default=0)
@@ -89,7 +93,8 @@ class Window:
             busiest_worker=max(means, default=0.0),
             target_cpu=_mean([s.target_cpu for s in samples if s.target_cpu is not None]),
             host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
-            worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]))
+            worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
+            late_starts=late_starts)
 
     def figures(self) -> str:
         parts = [f"busiest worker {self.busiest_worker:.0%} of its CPU ceiling"]
@@ -99,13 +104,20 @@ class Window:
             parts.append(f"target {self.target_cpu:.0%} of its CPUs")
         if self.host_cpu is not None:
             parts.append(f"machine {self.host_cpu:.0%} busy")
+        if self.late_starts is not None:
+            parts.append(f"{self.late_starts:.2%} of requests started late by the workers")
         return f"means over {self.samples} steady sample(s): {', '.join(parts)}"
 
 
 def judge(window: Window) -> Verdict:
     """The window's verdict: generator-bound when the generator was saturated in at least SATURATED_SHARE of its
     samples (a saturated generator hides the target's capacity, so it wins), else target-bound when the target was,
-    else healthy."""
+    else healthy. In the open model, late starts for want of CPU make it generator-bound too: the rate asked was not
+    sent on time."""
+    if window.late_starts is not None and window.late_starts >= LATE_STARTS:
+        return Verdict(GENERATOR_BOUND, f"the workers started {window.late_starts:.2%} of their requests more than "
+                                        f"10 ms after their slot with a user waiting ({window.figures()}): the rate "
+                                        "was the generator's to hold; add workers or cores")
     if window.generator_share >= SATURATED_SHARE:
         if window.worker_throttling is not None and window.worker_throttling >= THROTTLED:
             advice = "their CPU limit holds the workers back; give each worker a whole core"

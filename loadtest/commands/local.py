@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from .. import checks, paths, scenarios, targets, units
+from .. import arrival, checks, paths, scenarios, targets, units, verdict
 from ..errors import UsageError
 from ..runtime import localrun
 from . import types
@@ -34,8 +34,22 @@ def print_result(r: localrun.Result, out=print) -> None:
     out(f"Result ({r.scenario} against {r.target}{'' if r.tls_mode == 'none' else ' TLS ' + r.tls_mode}, "
         f"{r.workers} worker(s), {r.users} users, {r.run_time_s} s)")
     out(f"  requests         {r.requests:,} ({r.failures:,} failed, {r.failure_ratio:.2%})")
-    out(f"  RPS              {r.rps:,.0f}")
-    out(f"  p50 / p95 / p99  {r.p50_ms:g} / {r.p95_ms:g} / {r.p99_ms:g} ms")
+    if r.arrival:
+        a = r.arrival
+        out(f"  RPS              {r.rps:,.0f} of {a.offered_rps:,g} offered ({r.rps / a.offered_rps:.1%}"
+            f"{'' if arrival.held(a.offered_rps, r.rps) else ': the rate was not held'})")
+        out(f"  late starts      {a.describe_late()}")
+        out(f"  response time    p50 / p95 / p99 / p99.9  {r.p50_ms:g} / {r.p95_ms:g} / {r.p99_ms:g} / "
+            f"{r.p999_ms:g} ms (from each request's slot)")
+        service = " / ".join("-" if a.service_time_ms.get(q) is None else f"{a.service_time_ms[q]:g}"
+                             for q in (0.5, 0.95, 0.99, 0.999))
+        out(f"  service time     p50 / p95 / p99 / p99.9  {service} ms (from the actual send)")
+        if a.late_share("users") >= verdict.LATE_STARTS:
+            out(f"  pool             {r.users} users were too few for the target's latency: slots waited for a free "
+                "user (their latency counts from the slot all the same)")
+    else:
+        out(f"  RPS              {r.rps:,.0f}")
+        out(f"  p50 / p95 / p99  {r.p50_ms:g} / {r.p95_ms:g} / {r.p99_ms:g} ms")
     out(f"  judged           {r.window.describe() if r.window else 'nothing'}")
     if r.worker_cpu:
         out(f"  worker CPU       {', '.join(f'{c:.0%}' for c in r.worker_cpu)} (of one core each, steady mean)")
@@ -54,13 +68,21 @@ class LocalRun:
     test: localrun.OwnTest | None
     users: int
     run_time_s: int
+    arrival_rate: float | None = None
 
 
 def prepare(args) -> LocalRun:
     run_time_s = units.parse_duration_s(args.run_time)
     if not 1 <= run_time_s <= 3600:
         raise UsageError("--run-time must be between 1 s and 1 h")
-    users = args.users or 50 * args.workers
+    if args.arrival_rate:
+        if args.users:
+            raise UsageError(f"--users with --arrival-rate: the open model sends {args.arrival_rate:g} requests/s "
+                             f"from a pool it sizes itself ({arrival.POOL_S:g} s of the rate); drop --users, or drop "
+                             "--arrival-rate for the closed model's user count")
+        if args.wait:
+            raise UsageError("--wait with --arrival-rate: the rate sets when each request goes; drop --wait")
+    users = arrival.pool_size(args.arrival_rate, args.workers) if args.arrival_rate else args.users or 50 * args.workers
     if args.spawn_rate and users / args.spawn_rate >= run_time_s:
         raise UsageError(f"--spawn-rate {args.spawn_rate:g}: {users} users take {users / args.spawn_rate:.0f} s to "
                          f"start, the whole --run-time of {run_time_s} s, and only the time with every user running "
@@ -75,13 +97,13 @@ def prepare(args) -> LocalRun:
     else:
         scenario = scenarios.get(args.scenario)
         targets.check_tls_mode(scenario, targets.get(args.target), args.tls_mode or scenario.default_tls_mode)
-    return LocalRun(test.name if test else args.scenario, test, users, run_time_s)
+    return LocalRun(test.name if test else args.scenario, test, users, run_time_s, args.arrival_rate)
 
 
 def start(args, plan: LocalRun, workdir: Path) -> localrun.Result:
     return localrun.run(plan.name, plan.users, args.spawn_rate or plan.users, plan.run_time_s, args.workers,
                         workdir, target=args.target, tls_mode=args.tls_mode, test=plan.test, host=args.host,
-                        wait_s=args.wait)
+                        wait_s=args.wait, arrival_rate=plan.arrival_rate)
 
 
 def run(args) -> int:
@@ -122,7 +144,12 @@ def add_run_arguments(p) -> None:
                    help="none: HTTP; edge: TLS terminated at the target; passthrough, reencrypt: haproxy only "
                         "(default: edge for the scenarios that need TLS, none otherwise)")
     p.add_argument("--workers", type=types.number(int, minimum=1), default=os.cpu_count() or 1, help="Locust workers (default: one per core)")
-    p.add_argument("--users", type=types.number(int, minimum=1), help="concurrent users (default 50 per worker)")
+    p.add_argument("--users", type=types.number(int, minimum=1),
+                   help="closed model: concurrent users, each sending once its answer came (default 50 per worker)")
+    p.add_argument("--arrival-rate", metavar="RPS", type=types.number(float, minimum=0.1),
+                   help="open model: send this many requests per second, split over the workers, whatever the target "
+                        "does, and measure latency from when each was due (the SLO question: does p99 hold at this "
+                        "rate?); instead of --users")
     p.add_argument("--spawn-rate", type=types.number(float, minimum=0), default=0, help="users started per second (default: all at once)")
     p.add_argument("--run-time", type=types.duration(), default="20s", help="how long to run, e.g. 20s, 2m (default 20s)")
     p.add_argument("--wait", type=types.number(float, minimum=0), default=0.0,

@@ -63,6 +63,10 @@ def run(args) -> int:
         raise UsageError("--check '': give a check such as 'p95<200ms', or leave --check out")
     judged = checks.parse(args.check)
     if args.release:
+        if args.arrival_rate:
+            raise UsageError("--arrival-rate with --release: a release's rate is its chart value; helm upgrade "
+                             f"{args.release} charts/loadtest --reuse-values --set locust.load.arrivalRate="
+                             f"{args.arrival_rate:g}, then loadtest run --release without --arrival-rate")
         return run_release(args, judged)
     plan = local.prepare(args)
     out = Path(args.output) if args.output else runresult.new_folder(RUNS, plan.name)

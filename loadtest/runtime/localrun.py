@@ -17,7 +17,7 @@ from pathlib import Path
 import locust
 import psutil
 
-from .. import locuststats, paths, scenarios, targets, usertest, verdict
+from .. import arrival, checks, locuststats, paths, scenarios, targets, usertest, verdict
 from ..errors import RunFailed, UsageError
 from . import packages, tools
 from .cpu import CpuMeter, cpu_model
@@ -26,6 +26,9 @@ from .locustweb import LocustWeb, LocustWebError
 from .processes import STARTUP_TIMEOUT_S
 from .stack import Stack
 
+# loadtest_arrival's settings: the rate for the whole run, and where the master writes its figures.
+ARRIVAL_RATE_ENV = "LOADTEST_ARRIVAL_RATE"
+ARRIVAL_FILE_ENV = "LOADTEST_ARRIVAL_FILE"
 # Locust needs a moment after the run time to collect the workers' last reports and write its files.
 SHUTDOWN_GRACE_S = 30
 
@@ -50,6 +53,8 @@ class Result(locuststats.RunStats):
     host_cpu: float | None = None  # mean share of all the machine's cores in use, whoever used them
     window: SteadyWindow | None = None  # what was judged; the CPU figures above are its means
     steady: verdict.Window | None = None
+    arrival: arrival.Figures | None = None  # the open model's (--arrival-rate); None for the closed model
+    p999_ms: float | None = None
 
     @property
     def failure_ratio(self) -> float:
@@ -171,11 +176,13 @@ class SteadyWindow:
 
 def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
         progress=print, target: str = "backend", tls_mode: str | None = None, test: OwnTest | None = None,
-        host: str | None = None, wait_s: float = 0.0) -> Result:
+        host: str | None = None, wait_s: float = 0.0, arrival_rate: float | None = None) -> Result:
     """A bounded run of a built-in `scenario`, or of the user's `test` (named `scenario` then), against the local
     stack's `target`, or against `host` when given. Locust's files (stats.json, stats*.csv, report.html), the
     process logs and the run's series.csv go to `workdir`. Locust's statistics, and so its files and the checks,
-    cover the steady window: it resets them once every user runs (--reset-stats); series.csv has the ramp-up."""
+    cover the steady window: it resets them once every user runs (--reset-stats); series.csv has the ramp-up.
+    With `arrival_rate` the users are the open model's pool: requests go out at that rate (loadtest_arrival), the
+    latencies are from each request's slot, and the master writes the service times and late starts to arrival.json."""
     if test is None:
         chosen = scenarios.get(scenario)
         tls_mode = tls_mode or chosen.default_tls_mode
@@ -186,6 +193,8 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         files, env = usertest.locustfiles(test.locustfile), own_test_env(test.locustfile, test.pythonpath)
     env[RESET_STATS_ENV] = "true"  # master and workers alike, as Locust asks
     workdir.mkdir(parents=True, exist_ok=True)
+    if arrival_rate:
+        env[ARRIVAL_RATE_ENV], env[ARRIVAL_FILE_ENV] = f"{arrival_rate:g}", str(workdir / arrival.FILE)
     with Stack(workdir) as stack:
         if host is None:
             _, server = stack.target(target, tls_mode)
@@ -204,8 +213,9 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         worker_meters = [CpuMeter(w.pid) for w in locust.start_workers(workers)]
         target_meter = CpuMeter(server.proc.pid) if server else None
         psutil.cpu_percent(None)
+        load = f"{arrival_rate:,g} requests/s from {users} users" if arrival_rate else f"{users} users"
         progress(f"loadtest local: {scenario} against {where} on {host}, "
-                 f"{workers} worker(s), {users} users, {run_time_s} s")
+                 f"{workers} worker(s), {load}, {run_time_s} s")
         deadline = time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S
         series = Series(workdir / "series.csv")
         samples: list[verdict.Sample] = []
@@ -273,25 +283,30 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         start=steady_start if samples else None, end=steady_end, samples=len(samples),
         ramp_up_s=((steady_start or ended) - swarm_start) if swarm_start else 0.0,
         stop_s=ended - stopped if stopped else 0.0)
-    steady = verdict.Window.of(samples)
+    figures = arrival.Figures.read(workdir / arrival.FILE) if arrival_rate else None
+    steady = verdict.Window.of(samples, late_starts=figures.late_share("cpu") if figures else None)
     return Result(
         **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
         worker_cpu=[sum(s.worker_cpu[i] for s in samples) / len(samples) for i in range(workers)] if samples else [],
         target_cpu=steady.target_cpu * server.cpus if server and steady.target_cpu is not None else None,
         target_cpus=server.cpus if server else 1, target=target, tls_mode=tls_mode,
-        host_cpu=steady.host_cpu, window=window, steady=steady,
+        host_cpu=steady.host_cpu, window=window, steady=steady, arrival=figures,
+        p999_ms=locuststats.figures(workdir / "stats.json")[checks.AGGREGATED].percentiles_ms[0.999],
     )
 
 
 def conditions(result: Result, spawn_rate: float, wait_s: float, host: str | None) -> dict[str, str]:
     """What a local run was, for its results folder: enough to run it again and to compare like with like."""
-    return {
+    facts = {
         "scenario": result.scenario, "target": host or describe(result.target, result.tls_mode),
         "where": f"this machine: {cpu_model()}, {os.cpu_count()} cores shared by generator and target",
         "workers": str(result.workers), "users": str(result.users), "spawn rate": f"{spawn_rate:g}/s",
         "run time": f"{result.run_time_s} s", "think time per user": f"{wait_s:g} s",
         "versions": f"chart {paths.chart_version()}, {versions(result.target, host)}",
     }
+    if result.arrival:
+        facts["model"] = f"open: {result.arrival.offered_rps:g} requests/s, latency from each request's slot"
+    return facts
 
 
 def versions(target: str, host: str | None) -> str:

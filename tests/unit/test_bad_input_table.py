@@ -28,7 +28,7 @@ REQUIRED = {
 SWEEP_RELEASE = {"--prometheus": "http://127.0.0.1:9", "--locust": "http://127.0.0.1:9"}
 # Options whose value is a number that cannot be negative (every count, rate, ratio, time and size here).
 NUMBERS = {"--nodes", "--target-rps", "--headroom", "--max-nodes", "--users", "--workers", "--spawn-rate", "--wait",
-           "--max-failure-ratio", "--users-per-worker"}
+           "--max-failure-ratio", "--users-per-worker", "--arrival-rate"}
 WHOLE_NUMBERS = {"--nodes", "--max-nodes", "--users", "--workers", "--users-per-worker"}
 DURATIONS = {"--run-time", "--warmup", "--hold"}
 SHARES = {"--max-rps-drop", "--max-p95-rise"}

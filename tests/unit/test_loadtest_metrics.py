@@ -16,6 +16,7 @@ from loadtest import paths
 from loadtest.runtime import releaserun
 
 sys.path.insert(0, str(paths.LOCUSTFILES))
+import loadtest_arrival  # noqa: E402
 import loadtest_metrics  # noqa: E402
 
 
@@ -131,3 +132,23 @@ def test_collector_forgets_workers_that_left(master):
 
 def test_a_release_run_reads_the_statistics_where_the_plugin_serves_them():
     assert releaserun.LOCUST_FILES["stats.json"] == loadtest_metrics.STATS_JSON_ROUTE
+
+
+def test_in_the_open_model_the_collector_exports_the_offered_rate_slots_and_late_starts(master, monkeypatch):
+    totals = loadtest_arrival.Totals(500)
+    for worker in ("pod-a_" + "a" * 32, "gone_" + "c" * 32):
+        counts = loadtest_arrival.Counts()
+        counts.slots, counts.late = 300, {"users": 2, "cpu": 1}
+        totals.add(worker, {loadtest_arrival.REPORT_KEY: counts.report()})
+    monkeypatch.setattr(loadtest_arrival, "totals", totals)
+    got = samples(*master)
+    a = "pod-a_" + "a" * 32
+    assert got[("locust_arrival_rate_offered_rps",)] == 500
+    assert got[("locust_worker_arrival_slots_total", ("worker", a))] == 300
+    assert got[("locust_worker_late_starts_total", ("cause", "cpu"), ("worker", a))] == 1
+    assert got[("locust_worker_late_starts_total", ("cause", "users"), ("worker", a))] == 2
+    assert not [key for key in got if ("worker", "gone_" + "c" * 32) in key]
+
+
+def test_in_the_closed_model_there_is_no_open_model_series(master):
+    assert not [key for key in samples(*master) if "arrival" in key[0] or "late_starts" in key[0]]

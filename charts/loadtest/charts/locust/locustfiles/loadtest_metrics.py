@@ -31,6 +31,8 @@ Metrics (counters reset when Locust resets its statistics; Prometheus' rate() ha
   locust_worker_users{worker}                     users running on the worker
   locust_worker_requests_total{worker}            requests the worker made
   locust_worker_cpu_warnings_total{worker}        Locust CPU warnings (a 10 s CPU check above 90 %) of the worker
+In the open model (LOADTEST_ARRIVAL_RATE), also loadtest_arrival's: the offered rate, each worker's slots and late
+starts, and the service-time percentiles.
 `worker` is Locust's worker id, `<hostname>_<32 hex digits>`; in Kubernetes the hostname is the pod's name.
 """
 from __future__ import annotations
@@ -46,6 +48,8 @@ from locust.runners import (
     STATE_CLEANUP, STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, STATE_STOPPING,
     MasterRunner, WorkerRunner,
 )
+
+import loadtest_arrival
 
 try:
     import prometheus_client
@@ -172,7 +176,9 @@ class WorkerReports:
 
     def keep_only(self, client_ids: set[str]) -> None:
         """Forget workers that left, so their series end."""
-        for table in (self.requests, self.cpu_limit_cores, self.cpu_warnings):
+        arrival = loadtest_arrival.totals
+        for table in (self.requests, self.cpu_limit_cores, self.cpu_warnings,
+                      *((arrival.slots, arrival.late) if arrival else ())):
             for gone in set(table) - client_ids:
                 del table[gone]
 
@@ -219,6 +225,29 @@ class LocustCollector:
 
         if isinstance(runner, MasterRunner):
             yield from self._workers(runner)
+        if loadtest_arrival.totals is not None:
+            yield from self._arrival(loadtest_arrival.totals)
+
+    def _arrival(self, totals):
+        yield GaugeMetricFamily("locust_arrival_rate_offered_rps", "The arrival rate asked for, all workers together",
+                                value=totals.rate)
+        slots = CounterMetricFamily("locust_worker_arrival_slots", "Send slots the worker's schedule handed out",
+                                    labels=["worker"])
+        late = CounterMetricFamily("locust_worker_late_starts",
+                                   "Requests started late: no user free (users) or the worker woke late (cpu)",
+                                   labels=["worker", "cause"])
+        for worker, count in totals.slots.items():
+            slots.add_metric([worker], count)
+            for cause, n in totals.late[worker].items():
+                late.add_metric([worker, cause], n)
+        service = GaugeMetricFamily("locust_service_time_seconds",
+                                    "Service time (from the actual send) percentiles over the last ~10 s",
+                                    labels=["quantile"])
+        for quantile in loadtest_arrival.QUANTILES:
+            milliseconds = totals.service.get_current_response_time_percentile(quantile)
+            if milliseconds is not None:
+                service.add_metric([f"{quantile:g}"], milliseconds / 1000)
+        yield from (slots, late, service)
 
     def _workers(self, runner):
         nodes = list(runner.clients.values())

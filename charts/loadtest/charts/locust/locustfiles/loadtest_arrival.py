@@ -1,0 +1,283 @@
+"""The open model: requests sent at a fixed arrival rate whatever the target does, their latency measured from the
+time each was due. Importing this module registers it (loadtest_lib imports it, so every scenario and a locustfile of
+your own loaded with loadtest_plugin get it); it does nothing unless LOADTEST_ARRIVAL_RATE is set.
+
+Why: with a closed model (N users, each waiting for its answer) a stalled target stalls the users too; the requests
+that would have waited are never sent, so the percentiles leave them out (coordinated omission). Here the master
+splits LOADTEST_ARRIVAL_RATE (requests per second, for the whole run) over the connected workers and sends each its
+share again whenever one joins or leaves. Each worker hands out send slots, 1/share apart, to its users in turn: a
+user waits for its slot, runs one task, and asks for the next. A slot that comes while every user is still busy
+goes to the next user free, late.
+
+Two times per request, both kept:
+  response time  from the slot (the intended send) to the answer: what Locust's statistics, its report, the checks
+                 (p99<200ms) and the dashboards' latency show in this mode;
+  service time   from the actual send to the answer: locust_service_time_seconds and the run's arrival.json.
+
+A request started more than LATE_S after its slot is a late start, counted per worker and cause:
+  users  no user was free when the slot came: the pool (Locust's user count) is too small for the target's latency;
+  cpu    a user was waiting but the worker woke it late: the worker's CPU is at its ceiling, the generator's limit.
+
+Every User class loaded gets the schedule in place of its wait_time (and before its first task). A TaskSet with a
+wait_time of its own keeps it. Metrics (on the master, through loadtest_metrics):
+  locust_arrival_rate_offered_rps               the rate asked for, all workers together
+  locust_worker_arrival_slots_total{worker}     slots the worker's schedule handed out
+  locust_worker_late_starts_total{worker,cause} late starts, cause "users" or "cpu"
+  locust_service_time_seconds{quantile}         service-time p50/p95/p99/p99.9 over the last ~10 s
+With LOADTEST_ARRIVAL_FILE set the master writes the run's totals there as JSON when it quits.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+
+import gevent
+from gevent.local import local
+from locust import events
+from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunner
+from locust.stats import RequestStats, StatsEntry
+
+RATE_ENV = "LOADTEST_ARRIVAL_RATE"
+FILE_ENV = "LOADTEST_ARRIVAL_FILE"
+SHARE_MESSAGE = "loadtest_arrival_share"
+REPORT_KEY = "loadtest_arrival"
+# A request started later than this after its slot is a late start (a wrk2-style generator holds ~1 ms; a Python
+# worker's event loop routinely wakes a few ms late without being saturated).
+LATE_S = 0.010
+QUANTILES = (0.5, 0.95, 0.99, 0.999)
+CAUSES = ("users", "cpu")
+# How often the master checks which workers are connected, and a worker without its share yet checks again.
+POLL_S = 0.25
+
+logger = logging.getLogger(__name__)
+
+
+def configured_rate() -> float | None:
+    """LOADTEST_ARRIVAL_RATE as a positive number of requests per second; None when unset."""
+    text = os.environ.get(RATE_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = math.nan
+    if not (rate > 0 and math.isfinite(rate)):
+        raise SystemExit(f"{RATE_ENV}={text!r}: a positive number of requests per second, e.g. 2000")
+    return rate
+
+
+class Schedule:
+    """Send slots at a steady rate, on the clock given to take(). A new rate keeps the slot already due, so a
+    worker's share changing mid-run neither bursts nor pauses."""
+
+    def __init__(self):
+        self.interval: float | None = None
+        self.next_at: float | None = None
+
+    def set_rate(self, rate: float) -> None:
+        self.interval = 1 / rate if rate > 0 else None
+
+    def restart(self) -> None:
+        self.next_at = None
+
+    def take(self, now: float) -> float | None:
+        """The next slot (the first is now), or None while there is no rate."""
+        if self.interval is None:
+            return None
+        slot = now if self.next_at is None else self.next_at
+        self.next_at = slot + self.interval
+        return slot
+
+
+def service_entry() -> StatsEntry:
+    return StatsEntry(RequestStats(), "service time", "", use_response_times_cache=True)
+
+
+class Counts:
+    """One process's slots and late starts since its last report, and its service times."""
+
+    def __init__(self):
+        self.slots = 0
+        self.late = dict.fromkeys(CAUSES, 0)
+        self.service = service_entry()
+
+    def report(self) -> dict:
+        """What the worker sends to the master with its stats, then counted afresh (deltas, like Locust's own)."""
+        data = {"slots": self.slots, "late": dict(self.late), "service": self.service.get_stripped_report()}
+        self.slots, self.late = 0, dict.fromkeys(CAUSES, 0)
+        return data
+
+
+class Totals:
+    """The master's sum of its workers' reports, per worker; what the metrics and arrival.json show."""
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self.slots: dict[str, int] = {}
+        self.late: dict[str, dict[str, int]] = {}
+        self.service = service_entry()
+
+    def add(self, client_id: str, data: dict) -> None:
+        report = data.get(REPORT_KEY)
+        if report is None:
+            return
+        self.slots[client_id] = self.slots.get(client_id, 0) + report["slots"]
+        late = self.late.setdefault(client_id, dict.fromkeys(CAUSES, 0))
+        for cause in CAUSES:
+            late[cause] += report["late"][cause]
+        self.service.extend(StatsEntry.unserialize(report["service"], self.service.stats))
+
+    def reset(self) -> None:
+        self.slots, self.late = {}, {}
+        self.service = service_entry()
+
+    def to_json(self) -> dict:
+        slots = sum(self.slots.values())
+        late = {cause: sum(w[cause] for w in self.late.values()) for cause in CAUSES}
+        return {
+            "offered_rps": self.rate, "slots": slots, "late_starts": late,
+            "late_share": {cause: late[cause] / slots if slots else 0.0 for cause in CAUSES},
+            "service_time_ms": {f"{q:g}": self.service.get_response_time_percentile(q) if self.service.num_requests
+                                else None for q in QUANTILES},
+        }
+
+
+# --- the process that runs the users (a worker, or a standalone Locust) ----------------------------------------------
+
+_iteration = local()  # per user greenlet: how late its current task started, in ms
+
+
+def _install_schedule(environment, schedule: Schedule, counts: Counts) -> None:
+    clock = time.perf_counter
+
+    def wait_for_slot(user=None):
+        while (slot := schedule.take(clock())) is None:
+            gevent.sleep(POLL_S)
+        now = clock()
+        if now - slot > LATE_S:
+            counts.late["users"] += 1
+        else:
+            gevent.sleep(max(0.0, slot - now))
+            if clock() - slot > LATE_S:
+                counts.late["cpu"] += 1
+        counts.slots += 1
+        _iteration.lateness_ms = max(0.0, clock() - slot) * 1000
+        return 0
+
+    for user_class in environment.user_classes:
+        user_class.wait_time = wait_for_slot
+        first = user_class.on_start
+
+        def on_start(self, first=first):
+            first(self)
+            wait_for_slot(self)  # the first task waits for its slot too
+
+        user_class.on_start = on_start
+
+    # Every request event of a user's task carries its service time; the slot's lateness makes it the response time
+    # from the intended send, for Locust's statistics and every other listener alike.
+    hook = environment.events.request
+    fire = hook.fire
+
+    def fire_from_slot(*, reverse=False, **kwargs):
+        lateness = getattr(_iteration, "lateness_ms", None)
+        service = kwargs.get("response_time")
+        if lateness is not None and service is not None:
+            counts.service.log(service, 0)
+            kwargs["response_time"] = service + lateness
+        return fire(reverse=reverse, **kwargs)
+
+    hook.fire = fire_from_slot
+
+
+def _register_users_side(environment, rate: float | None, counts: Counts) -> Schedule:
+    schedule = Schedule()
+    if rate is not None:  # a standalone Locust sends the whole rate itself
+        schedule.set_rate(rate)
+    _install_schedule(environment, schedule, counts)
+    environment.events.test_start.add_listener(lambda **_: schedule.restart())
+    return schedule
+
+
+# --- registration ------------------------------------------------------------------------------------------------------
+
+def _share_workers(runner, rate: float) -> None:
+    """The master's loop: each connected worker's share of the rate, sent again when the count changes."""
+    sent: dict[str, float] = {}
+    while True:
+        workers = [node.id for node in runner.clients.values() if node.state != STATE_MISSING]
+        for client_id in workers:
+            share = rate / len(workers)
+            if sent.get(client_id) != share:
+                runner.send_message(SHARE_MESSAGE, share, client_id=client_id)
+                sent[client_id] = share
+        sent = {client_id: share for client_id, share in sent.items() if client_id in workers}
+        gevent.sleep(POLL_S)
+
+
+def _register_master(environment, totals: Totals) -> None:
+    runner = environment.runner
+    environment.events.worker_report.add_listener(totals.add)
+    gevent.spawn(_share_workers, runner, totals.rate)
+
+    @environment.events.spawning_complete.add_listener
+    def reset_with_the_stats(**_):
+        if environment.reset_stats:  # Locust resets its statistics at this moment: the steady window begins
+            totals.reset()
+
+
+def _write_totals(totals: Totals) -> None:
+    path = os.environ.get(FILE_ENV)
+    if path:
+        with open(path, "w") as f:
+            json.dump(totals.to_json(), f, indent=1)
+
+
+# The master's (or standalone process's) totals, for loadtest_metrics' collector; None in the closed model.
+totals: Totals | None = None
+
+
+@events.init.add_listener
+def _register(environment, **_):
+    global totals
+    rate = configured_rate()
+    runner = environment.runner
+    if rate is None or runner is None:
+        return
+    if isinstance(runner, WorkerRunner):
+        counts = Counts()
+        schedule = _register_users_side(environment, None, counts)
+        runner.register_message(SHARE_MESSAGE, lambda environment, msg, **_: schedule.set_rate(msg.data))
+
+        @environment.events.report_to_master.add_listener
+        def add_counts(client_id, data, **_):
+            data[REPORT_KEY] = counts.report()
+
+        @environment.events.spawning_complete.add_listener
+        def reset_with_the_stats(**_):
+            if environment.reset_stats:
+                counts.report()
+        return
+    totals = Totals(rate)
+    environment.events.quitting.add_listener(lambda **_: _write_totals(totals))
+    if isinstance(runner, MasterRunner):
+        _register_master(environment, totals)
+    elif isinstance(runner, LocalRunner):
+        counts = Counts()
+        _register_users_side(environment, rate, counts)
+
+        def add_own_counts():
+            while True:
+                gevent.sleep(1)
+                totals.add("local", {REPORT_KEY: counts.report()})
+
+        gevent.spawn(add_own_counts)
+
+        @environment.events.spawning_complete.add_listener
+        def reset_with_the_stats(**_):
+            if environment.reset_stats:
+                counts.report()
+                totals.reset()

@@ -1,0 +1,69 @@
+"""The open model's arithmetic: the pool of users that holds an arrival rate, and the figures a run in that mode
+reports (locustfiles/loadtest_arrival.py sends the requests and writes arrival.json).
+
+Closed model: N users, each sending once its answer came; the offered load falls when the target stalls, and the
+percentiles leave out the requests that would have waited. Open model: requests due at a fixed rate whatever the
+target does, latency measured from when each was due. The first answers "how many RPS at most" (the NGINX method);
+the second "does p99 hold at this rate" and "where does latency bend as the rate grows".
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import verdict
+
+# The pool holds the rate while answers take up to this long (Little's law: users = rate x time in the system).
+# Slower answers leave slots waiting for a free user: late starts of cause "users", latency still measured from the
+# slot. The chart sizes its pool with the same number (locust/templates/_helpers.tpl).
+POOL_S = 0.5
+# Below the knee the achieved rate is within this share of the offered one.
+ACHIEVED_SHARE = 0.99
+FILE = "arrival.json"
+
+
+def pool_size(rate: float, workers: int) -> int:
+    """Users that hold `rate` requests/s while answers take up to POOL_S: at least one per worker."""
+    return max(workers, math.ceil(rate * POOL_S))
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A run's open-model figures over its steady window (what the master's totals held when it quit)."""
+
+    offered_rps: float
+    slots: int
+    late_starts: dict[str, int]  # by cause: "users" (no user free), "cpu" (a user woke late)
+    service_time_ms: dict[float, float | None]  # service-time percentiles, from the actual send
+
+    def late_share(self, cause: str) -> float:
+        return self.late_starts.get(cause, 0) / self.slots if self.slots else 0.0
+
+    @property
+    def generator_late(self) -> bool:
+        return self.late_share("cpu") >= verdict.LATE_STARTS
+
+    @classmethod
+    def read(cls, path: Path) -> Figures | None:
+        """The master's arrival.json, None when it wrote none (a closed-model run, or a master that died)."""
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        return cls(offered_rps=data["offered_rps"], slots=data["slots"], late_starts=data["late_starts"],
+                   service_time_ms={float(q): ms for q, ms in data["service_time_ms"].items()})
+
+    def to_json(self) -> dict:
+        return {"offered_rps": self.offered_rps, "slots": self.slots, "late_starts": self.late_starts,
+                "late_share": {cause: round(self.late_share(cause), 5) for cause in self.late_starts},
+                "service_time_ms": {f"{q:g}": ms for q, ms in self.service_time_ms.items()}}
+
+    def describe_late(self) -> str:
+        return (f"{self.late_share('cpu') + self.late_share('users'):.2%} of {self.slots:,} slots "
+                f"(no user free {self.late_share('users'):.2%}, worker woke late {self.late_share('cpu'):.2%})")
+
+
+def held(offered_rps: float, achieved_rps: float) -> bool:
+    """The rate was held: achieved within ACHIEVED_SHARE of offered."""
+    return achieved_rps >= offered_rps * ACHIEVED_SHARE

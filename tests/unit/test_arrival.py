@@ -1,0 +1,80 @@
+"""The open model's arithmetic without running Locust: the plugin's schedule and totals
+(locustfiles/loadtest_arrival.py), the pool, the figures a run keeps, and the verdict on late starts."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from loadtest import arrival, paths, verdict
+
+sys.path.insert(0, str(paths.LOCUSTFILES))
+import loadtest_arrival  # noqa: E402
+
+
+def test_schedule_hands_out_slots_one_interval_apart_from_the_first_take():
+    schedule = loadtest_arrival.Schedule()
+    assert schedule.take(5.0) is None  # no rate yet: the worker waits for its share
+    schedule.set_rate(4)
+    assert [schedule.take(10.0) for _ in range(3)] == [10.0, 10.25, 10.5]
+    # A slot taken late is still the next slot: the backlog is sent, and measured from when each was due.
+    assert schedule.take(99.0) == 10.75
+
+
+def test_a_new_share_keeps_the_slot_already_due_and_a_new_test_starts_afresh():
+    schedule = loadtest_arrival.Schedule()
+    schedule.set_rate(10)
+    schedule.take(0.0)
+    schedule.set_rate(5)  # a worker joined: half the share
+    assert schedule.take(0.0) == pytest.approx(0.1)
+    assert schedule.take(0.0) == pytest.approx(0.3)
+    schedule.restart()
+    assert schedule.take(7.0) == 7.0
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "nan", "inf", "fast"])
+def test_a_bad_rate_stops_the_process_naming_the_variable(monkeypatch, text):
+    monkeypatch.setenv(loadtest_arrival.RATE_ENV, text)
+    with pytest.raises(SystemExit, match="LOADTEST_ARRIVAL_RATE=.*a positive number of requests per second"):
+        loadtest_arrival.configured_rate()
+
+
+def test_totals_sum_the_workers_reports_and_write_what_the_cli_reads(tmp_path):
+    counts = [loadtest_arrival.Counts(), loadtest_arrival.Counts()]
+    for i, c in enumerate(counts):
+        c.slots, c.late = 1000, {"users": 10 * i, "cpu": 5}
+        for ms in range(100):
+            c.service.log(ms, 0)
+    totals = loadtest_arrival.Totals(2000)
+    for i, c in enumerate(counts):
+        totals.add(f"w{i}", {loadtest_arrival.REPORT_KEY: c.report()})
+    assert counts[0].slots == 0 and counts[0].service.num_requests == 0  # reports are deltas
+    totals.add("w0", {"stats": []})  # a worker without the plugin adds nothing
+    path = tmp_path / arrival.FILE
+    path.write_text(json.dumps(totals.to_json()))
+    figures = arrival.Figures.read(path)
+    assert figures.offered_rps == 2000 and figures.slots == 2000
+    assert figures.late_starts == {"users": 10, "cpu": 10}
+    assert figures.late_share("cpu") == 0.005 and not figures.generator_late
+    assert figures.service_time_ms[0.5] == 50 and figures.service_time_ms[0.999] == 99
+    assert "1.00% of 2,000 slots" in figures.describe_late()
+
+
+def test_the_pool_holds_the_rate_for_half_a_second_and_one_user_per_worker():
+    assert arrival.pool_size(2000, 2) == 1000
+    assert arrival.pool_size(1, 3) == 3
+    assert arrival.pool_size(401, 1) == 201
+
+
+def test_late_starts_for_want_of_cpu_make_the_run_generator_bound_whatever_the_cpu_says():
+    cool = [verdict.Sample(worker_cpu=(0.3,), target_cpu=0.2)] * 10
+    assert verdict.judge(verdict.Window.of(cool, late_starts=0.001)).kind == verdict.HEALTHY
+    late = verdict.judge(verdict.Window.of(cool, late_starts=0.03))
+    assert late.kind == verdict.GENERATOR_BOUND and "3.00% of their requests" in late.reason
+    # The closed model has no late starts to judge: the CPU verdict as before.
+    assert verdict.judge(verdict.Window.of(cool)).kind == verdict.HEALTHY
+
+
+def test_held_means_within_one_percent():
+    assert arrival.held(1000, 990) and not arrival.held(1000, 989)
