@@ -42,6 +42,10 @@ CONTAINERS = 'container!="", container!="POD"'
 # has none, so panels built on them are only checked for valid PromQL there.
 CLUSTER_ONLY = ("container_", "kube_", "nginx_ingress_controller_",
                 "loadtest:worker_cpu_throttling:", "loadtest:target_cpu_throttling:")
+# Series only the open model gives (locust.load.arrivalRate): a closed-model run has none, so panels built on them are
+# only checked for valid PromQL there.
+OPEN_MODEL_ONLY = ("locust_arrival_rate_", "locust_service_time_", "locust_worker_arrival_",
+                   "locust_worker_late_starts_", "loadtest:arrival_rate:", "loadtest:late_starts")
 
 
 def rule(name: str) -> str:
@@ -53,6 +57,7 @@ def rule(name: str) -> str:
 
 SATURATED = rules.threshold(rule("loadtest:cpu_saturation:threshold"))
 THROTTLED = rules.threshold(rule("loadtest:cpu_throttling:threshold"))
+LATE = rules.threshold(rule("loadtest:late_starts:threshold"))
 
 
 def query(expr: str, legend: str = "") -> prometheus.Dataquery:
@@ -191,6 +196,31 @@ def overview() -> dashboard.Dashboard:
                 "Node CPU requested",
                 "CPU requested over allocatable, per node. Saturated workers on nodes with room to spare: add "
                 "workers, the nodes take them.", [node_cpu_requested()], "percentunit", max_value=1))
+            # The open model (locust.load.arrivalRate); empty in the closed model.
+            .with_panel(graph(
+                "Offered vs achieved rate",
+                "Open model only (locust.load.arrivalRate): the requests per second asked of the release, and those "
+                "sent. Achieved below offered: the workers cannot keep the schedule (see Late starts).", [
+                    query(f"max(locust_arrival_rate_offered_rps{{{LOCUST}}})", "offered"),
+                    query(rps, "achieved")], "reqps", width=8))
+            .with_panel(graph(
+                "Response time (from intended send) vs service time",
+                "Open model only: p99 of the response time measured from each request's intended send time (what a "
+                "user waiting on the schedule sees, queueing included), and p99 of the service time measured from "
+                "the actual send. A gap between them is time spent waiting to be sent.", [
+                    query(f'locust_aggregated_response_time_seconds{{{LOCUST}, quantile="0.99"}}',
+                          "p99 response time (from intended send)"),
+                    query(f'locust_service_time_seconds{{{LOCUST}, quantile="0.99"}}', "p99 service time")],
+                "s", width=8))
+            .with_panel(graph(
+                "Late starts",
+                f"Open model only: share of the send slots started more than 10 ms late, over the last minute. cpu: "
+                f"a user was free but its worker woke late, the worker's CPU is at its ceiling; at the dashed line "
+                f"({LATE:.0%}) the generator, not the target, is the limit: add workers. users: no user was free, "
+                f"the pool is too small for the target's latency.", [
+                    query(f'{rule("loadtest:late_starts:share1m")}{{{RELEASE}}}', "cpu"),
+                    query(f'{rule("loadtest:late_starts_users:share1m")}{{{RELEASE}}}', "users")],
+                "percentunit", width=8, red_from=LATE))
             .build())
 
 
@@ -351,3 +381,8 @@ def resolve(expr: str, namespace: str, release: str, interval: str = "1m") -> st
 def needs_cluster(expr: str) -> bool:
     """Whether an expression reads series only a cluster has (see CLUSTER_ONLY)."""
     return any(re.search(rf"\b{re.escape(prefix)}", expr) for prefix in CLUSTER_ONLY)
+
+
+def needs_open_model(expr: str) -> bool:
+    """Whether an expression reads series only the open model has (see OPEN_MODEL_ONLY)."""
+    return any(re.search(rf"\b{re.escape(prefix)}", expr) for prefix in OPEN_MODEL_ONLY)

@@ -68,3 +68,26 @@ def test_cluster_only_expressions_are_recognised():
     assert dashboards.needs_cluster('sum(kube_pod_status_phase{phase="Pending"})')
     assert dashboards.needs_cluster('loadtest:worker_cpu_throttling:ratio{release="$release"}')
     assert not dashboards.needs_cluster('rate(locust_requests_total{release="$release"}[1m])')
+
+
+def test_open_model_expressions_are_recognised():
+    assert dashboards.needs_open_model('max(locust_arrival_rate_offered_rps{release="$release"})')
+    assert dashboards.needs_open_model('locust_service_time_seconds{release="$release", quantile="0.99"}')
+    assert dashboards.needs_open_model('loadtest:late_starts_users:share1m{release="$release"}')
+    assert not dashboards.needs_open_model('locust_aggregated_response_time_seconds{release="$release"}')
+    assert not dashboards.needs_open_model('rate(locust_requests_total{release="$release"}[1m])')
+
+
+def test_open_model_panels_show_offered_latency_and_late_starts():
+    """The open model's panels (locust.load.arrivalRate) read its series, and the late starts' line is the rules'."""
+    panels = {p["title"]: p for p in BOARDS["loadtest-overview"]["panels"]}
+    queries = {title: [t["expr"] for t in panels[title]["targets"]] for title in (
+        "Offered vs achieved rate", "Response time (from intended send) vs service time", "Late starts")}
+    assert "locust_arrival_rate_offered_rps" in queries["Offered vs achieved rate"][0]
+    assert "rate(locust_requests_total" in queries["Offered vs achieved rate"][1]
+    assert 'quantile="0.99"' in queries["Response time (from intended send) vs service time"][0]
+    assert "locust_service_time_seconds" in queries["Response time (from intended send) vs service time"][1]
+    assert [q.split("{")[0] for q in queries["Late starts"]] == ["loadtest:late_starts:share1m",
+                                                                 "loadtest:late_starts_users:share1m"]
+    steps = panels["Late starts"]["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert [s["value"] for s in steps if s["value"] is not None] == [rules.threshold("loadtest:late_starts:threshold")]

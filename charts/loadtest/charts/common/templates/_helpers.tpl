@@ -169,6 +169,28 @@ Usage: include "common.locustTargetURL" (dict "ctx" $ "locust" <the locust chart
 {{- end -}}
 
 {{/*
+The open model's rate, locust.load.arrivalRate (requests/s for the whole release), written as a number ("2000",
+"0.5"); empty in the closed model (0). Master and workers get it as LOADTEST_ARRIVAL_RATE.
+Usage: include "common.arrivalRate" <the locust chart's values>
+*/}}
+{{- define "common.arrivalRate" -}}
+{{- $rate := .load.arrivalRate | float64 -}}
+{{- if gt $rate 0.0 -}}
+{{- if eq $rate (floor $rate) }}{{ $rate | int64 }}{{ else }}{{ $rate }}{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The users of the open model: a pool that holds the rate while responses take up to 0.5 s (ceil(rate x 0.5)), and
+at least one per worker, so each worker has a user for its share: max(worker.replicas, ceil(arrivalRate x 0.5)).
+The master's --users in arrival mode, in place of autostart.users.
+Usage: include "common.arrivalPool" <the locust chart's values>
+*/}}
+{{- define "common.arrivalPool" -}}
+{{- max (.worker.replicas | int64) (mulf (.load.arrivalRate | float64) 0.5 | ceil | int64) -}}
+{{- end -}}
+
+{{/*
 URL of the in-chart backend Service (charts/backend): the default target of the Locust chart.
 Usage: include "common.backendURL" $
 */}}

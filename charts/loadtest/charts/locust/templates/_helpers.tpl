@@ -77,8 +77,8 @@ Args: ctx, requirements.
 
 {{/*
 Env entries of master and workers: the Python path (the user's test and library, the project's modules, the
-installed packages), the scenario settings read by the locustfiles (loadtest_lib.setting: LOADTEST_<NAME>), then
-the user's extraEnv.
+installed packages), the scenario settings read by the locustfiles (loadtest_lib.setting: LOADTEST_<NAME>), the
+open model's rate, then the user's extraEnv.
 */}}
 {{- define "locust.env" -}}
 {{- $values := .ctx.Values }}
@@ -101,6 +101,12 @@ the user's extraEnv.
 master and on each worker, as Locust asks. (Step load spawns at every step: its run keeps every step.) */}}
 - name: LOCUST_RESET_STATS
   value: "true"
+{{- end }}
+{{- with include "common.arrivalRate" $values }}
+{{- /* The open model (locust.load.arrivalRate): the master splits the rate over the workers, each sends its share
+on a fixed schedule. */}}
+- name: LOADTEST_ARRIVAL_RATE
+  value: {{ . | quote }}
 {{- end }}
 {{- with $values.stepLoad }}
 {{- if .enabled }}
