@@ -83,17 +83,18 @@ def attack(url: str, rate: float, duration_s: float, workers: int | None = None,
     return _run(url, rate_flag(rate), rate, duration_s, workers, None, cpus, timeout_s)
 
 
-def max_rate(url: str, duration_s: float, cpus: int = 1, workers: int = 64, timeout_s: float = 10) -> Attack:
-    """vegeta as fast as `workers` workers go (-rate=0 -max-workers=workers) on `cpus` cores (GOMAXPROCS): the
-    reference's per-core rate is the result's achieved_rps / cpus. A closed model: latencies here are not
-    open-model ones."""
-    return _run(url, "0", 0.0, duration_s, workers, workers, cpus, timeout_s)
+def max_rate(url: str, duration_s: float, cpus: int = 1, workers: int = 64, timeout_s: float = 10,
+             pin: list[int] | None = None) -> Attack:
+    """vegeta as fast as `workers` workers go (-rate=0 -max-workers=workers) on `cpus` cores (GOMAXPROCS), on the
+    CPUs `pin` names when given (taskset): the reference's per-core rate is the result's achieved_rps / cpus. A
+    closed model: latencies here are not open-model ones."""
+    return _run(url, "0", 0.0, duration_s, workers, workers, cpus, timeout_s, pin)
 
 
 def _run(url: str, rate: str, offered: float, duration_s: float, workers: int | None, max_workers: int | None,
-         cpus: int | None, timeout_s: float) -> Attack:
+         cpus: int | None, timeout_s: float, pin: list[int] | None = None) -> Attack:
     binary = tools.find("vegeta")
-    argv = [binary, *(["-cpus", str(cpus)] if cpus else []), "attack", f"-rate={rate}", f"-duration={duration_s}s",
+    argv = [*(["taskset", "-c", ",".join(map(str, pin))] if pin else []), binary, *(["-cpus", str(cpus)] if cpus else []), "attack", f"-rate={rate}", f"-duration={duration_s}s",
             f"-timeout={timeout_s}s", "-keepalive=true", "-max-body=0"]
     if workers is not None:
         argv.append(f"-workers={workers}")
