@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from loadtest import arrival, verdict
+
 MASTER, WORKER = "lt-locust-master", "lt-locust-worker"
 AUTOSTART = ("--set", "locust.mode=autostart")
 RUN = ("--set", "locust.mode=run", "--set", "locust.autostart.runTime=2m")
@@ -84,3 +86,15 @@ def test_notes_say_the_offered_rate_and_where_latency_starts(helm, tmp_path):
     assert "2000 requests/s offered" in line and "measured from each request's intended send time" in line
     assert "1000 users, 10 spawned per second" in text
     assert "Load:" not in helm.notes(tmp_path / "closed", *AUTOSTART)
+
+
+def test_the_pool_is_the_one_the_cli_sizes(helm):
+    for rate, replicas in ((2000, 2), (1, 3), (333, 1)):
+        rendered = helm.render(None, *AUTOSTART, "--set", f"locust.load.arrivalRate={rate}",
+                               "--set", f"locust.worker.replicas={replicas}")
+        assert users(rendered) == [f"--users={arrival.pool_size(rate, replicas)}"]
+
+
+def test_a_judged_run_is_told_the_late_starts_threshold_of_the_rules(helm):
+    rendered = helm.render(None, *RUN, "--set", "locust.load.arrivalRate=500")
+    assert env(rendered, "Job", MASTER)["LOADTEST_LATE_STARTS"] == f"{verdict.LATE_STARTS:g}"

@@ -12,8 +12,10 @@ import time
 
 import pytest
 
-from loadtest import arrival, verdict
+from loadtest import arrival, checks, scenarios, verdict
 from loadtest.runtime import localrun, vegeta
+from loadtest.runtime.locust import RESET_STATS_ENV, Locust
+from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
 
 RATE = 400  # requests/s, far below what one worker and the target hold on this machine
 RUN_S = 20
@@ -123,3 +125,35 @@ def test_run_checks_the_response_time_from_the_slot_and_keeps_both_times(tmp_pat
     figures = arrival.Figures.read(out / arrival.FILE)
     assert figures.offered_rps == 300 and figures.slots > 1000
     assert "open: 300 requests/s" in (out / "summary.md").read_text()
+
+
+def judged_open_master(tmp_path, url, rate, checks_text, run_time_s, quotas=None, worker_cores=None):
+    """The chart's mode run in the open model on loopback: a headless master that ends the run itself with the
+    environment the chart gives it (LOADTEST_CHECKS, the rules' thresholds, LOADTEST_ARRIVAL_RATE) and one worker,
+    in a CPU quota when `worker_cores`."""
+    env = {"LOADTEST_CHECKS": checks_text, "LOADTEST_CPU_SATURATION": f"{verdict.SATURATED_CPU:g}",
+           "LOADTEST_SATURATED_SHARE": f"{verdict.SATURATED_SHARE:g}", "LOADTEST_LATE_STARTS": f"{verdict.LATE_STARTS:g}",
+           RESET_STATS_ENV: "true", localrun.ARRIVAL_RATE_ENV: f"{rate:g}"}
+    with Processes(tmp_path) as procs:
+        locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env=env)
+        users = arrival.pool_size(rate, 1)
+        master = locust.start_master("-u", str(users), "-r", str(users), "-t", f"{run_time_s}s", "--host", url,
+                                     web=False, expect_workers=1, expect_workers_wait_s=STARTUP_TIMEOUT_S)
+        (worker,) = locust.start_workers(1)
+        if worker_cores:
+            quotas.limit([worker.pid], worker_cores)
+        master.wait(timeout=STARTUP_TIMEOUT_S + run_time_s + 60)
+        return master.returncode, procs.logs_text()
+
+
+def test_the_master_of_a_run_judges_the_open_models_checks_and_late_starts(tmp_path, nginx, make_cpu_quotas):
+    code, log = judged_open_master(tmp_path / "held", nginx.url, 200, "p99<1s\nrps>=190", run_time_s=8)
+    assert code == checks.PASSED, log[-3000:]
+    assert "open model: " in log and "exit code 0" in log
+    # 2,000 requests/s asked of a worker held to a tenth of a core: it wakes its users late, and the run is invalid
+    # (the generator's, exit 3) whatever its checks say.
+    with make_cpu_quotas() as quotas:
+        code, log = judged_open_master(tmp_path / "starved", nginx.url, 2000, "fail_ratio<1%", run_time_s=10,
+                                       quotas=quotas, worker_cores=0.1)
+    assert code == checks.GENERATOR_BOUND, log[-3000:]
+    assert "exit code 3" in log

@@ -181,13 +181,13 @@ Usage: include "common.arrivalRate" <the locust chart's values>
 {{- end -}}
 
 {{/*
-The users of the open model: a pool that holds the rate while responses take up to 0.5 s (ceil(rate x 0.5)), and
-at least one per worker, so each worker has a user for its share: max(worker.replicas, ceil(arrivalRate x 0.5)).
+The users of the open model: a pool that holds the rate while responses take up to common.arrivalPoolSeconds
+(0.5 s: ceil(rate x 0.5)), and at least one per worker, so each worker has a user for its share.
 The master's --users in arrival mode, in place of autostart.users.
 Usage: include "common.arrivalPool" <the locust chart's values>
 */}}
 {{- define "common.arrivalPool" -}}
-{{- max (.worker.replicas | int64) (mulf (.load.arrivalRate | float64) 0.5 | ceil | int64) -}}
+{{- max (.worker.replicas | int64) (mulf (.load.arrivalRate | float64) (include "common.arrivalPoolSeconds" . | float64) | ceil | int64) -}}
 {{- end -}}
 
 {{/*

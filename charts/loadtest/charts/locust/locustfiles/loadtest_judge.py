@@ -8,7 +8,8 @@ start once every user runs, and a worker's CPU is sampled only while every user 
 when a worker was at LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or one core: a worker is one process) in
 at least LOADTEST_SATURATED_SHARE of its samples; the chart sets both from the saturation rules, the one place they
 are kept. Each worker's CPU is Locust's own heartbeat measurement, and its limit the one loadtest_metrics adds to
-the worker's reports.
+the worker's reports. In the open model (loadtest_arrival) the generator was the limit too when its workers started
+at least LOADTEST_LATE_STARTS of the requests late for want of CPU.
 """
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ import time
 from locust import events
 from locust.runners import CPU_MONITOR_INTERVAL, STATE_RUNNING, MasterRunner
 
+import loadtest_arrival
 import loadtest_checks
 from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries the CPU limit
 
 CHECKS_ENV = "LOADTEST_CHECKS"
 SATURATION_ENV = "LOADTEST_CPU_SATURATION"
 SHARE_ENV = "LOADTEST_SATURATED_SHARE"
+LATE_STARTS_ENV = "LOADTEST_LATE_STARTS"
 
 logger = logging.getLogger(__name__)
 
@@ -67,13 +70,15 @@ def _register(environment, **_):
     try:
         checks = loadtest_checks.parse_all([text])
         saturated, share = float(os.environ[SATURATION_ENV]), float(os.environ[SHARE_ENV])
+        late_max = float(os.environ[LATE_STARTS_ENV]) if loadtest_arrival.totals else None
     except loadtest_checks.CheckError as e:
         logger.error("%s: %s", CHECKS_ENV, e)
         raise SystemExit(loadtest_checks.BAD_INPUT) from None
     except (KeyError, ValueError):
         logger.error("%s needs %s, the share of a worker's CPU at which it is saturated (e.g. 0.9), and %s, the "
-                     "share of the steady window's samples in which a saturated worker was the limit (e.g. 0.5)",
-                     CHECKS_ENV, SATURATION_ENV, SHARE_ENV)
+                     "share of the steady window's samples in which a saturated worker was the limit (e.g. 0.5), and in "
+                     "the open model %s, the share of requests started late at which the generator was the limit "
+                     "(e.g. 0.01)", CHECKS_ENV, SATURATION_ENV, SHARE_ENV, LATE_STARTS_ENV)
         raise SystemExit(loadtest_checks.BAD_INPUT) from None
     cpu = WorkerCpu(environment.runner)
     environment.events.worker_report.add_listener(cpu.add)
@@ -88,6 +93,10 @@ def _register(environment, **_):
             logger.info("check %s", outcome.describe())
         busiest, hot = cpu.busiest(), cpu.saturated_share(saturated)
         bound = hot is not None and hot >= share
+        if late_max is not None:
+            late = loadtest_arrival.totals.to_json()["late_share"]["cpu"]
+            logger.info("open model: %.2f%% of the requests started late for want of CPU", late * 100)
+            bound = bound or late >= late_max
         code = loadtest_checks.exit_code(outcomes, bound, figures[loadtest_checks.AGGREGATED].requests)
         if busiest is None:
             logger.warning("no worker CPU measured: the run was shorter than %d s", 2 * CPU_MONITOR_INTERVAL)

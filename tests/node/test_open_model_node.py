@@ -1,0 +1,37 @@
+"""The open model on the real node: `locust.load.arrivalRate` makes the chart's master split the rate over its worker,
+the pool it sizes holds it, and the release's Prometheus shows what the rules and the dashboards read: the offered
+rate, the achieved one, no late starts, and both latencies."""
+from __future__ import annotations
+
+from conftest import Prometheus, install, wait_ready
+
+from loadtest import arrival
+
+RATE = 1000
+RELEASE = 'release="lt"'
+
+
+def test_the_chart_holds_its_arrival_rate_and_the_rules_see_it(cluster, namespace, helm):
+    install(helm, namespace, "--set", "locust.mode=autostart", "--set", f"locust.load.arrivalRate={RATE}",
+            "--set", "locust.autostart.spawnRate=1000", "--set", "locust.worker.cpu=1000m",
+            "--set", "locust.target=backend")
+    wait_ready(cluster, namespace)
+    master_args = cluster.kubectl("get", "deploy", "-n", namespace, "lt-locust-master",
+                                  "-o", "jsonpath={.spec.template.spec.containers[0].args}")
+    assert f'"--users={arrival.pool_size(RATE, 1)}"' in master_args, master_args
+    prometheus = Prometheus(cluster, namespace)
+    assert prometheus.wait(f"loadtest:arrival_rate:offered{{{RELEASE}}}", lambda v: v == RATE) == RATE
+    achieved = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}[1m]))'
+    # A whole minute of the schedule in the rate's window: within 1 % of the offered rate.
+    rps = prometheus.wait(achieved, lambda v: v is not None and arrival.held(RATE, v), timeout=240)
+    late = prometheus.wait(f"loadtest:late_starts:share1m{{{RELEASE}}}", lambda v: v is not None)
+    waiting = prometheus.value(f"loadtest:late_starts_users:share1m{{{RELEASE}}}")
+    response = prometheus.wait(
+        f'locust_aggregated_response_time_seconds{{namespace="{namespace}",quantile="0.99"}}', lambda v: v is not None)
+    service = prometheus.wait(
+        f'locust_service_time_seconds{{namespace="{namespace}",quantile="0.99"}}', lambda v: v is not None)
+    generator_bound = prometheus.value(f'loadtest:verdict{{{RELEASE},verdict="generator-bound"}}')
+    print(f"offered {RATE}/s, achieved {rps:.1f}/s; late starts cpu {late:.2%}, users {waiting or 0:.2%}; "
+          f"p99 response {response * 1000:.1f} ms, service {service * 1000:.1f} ms; generator-bound {generator_bound}")
+    assert late < arrival.verdict.LATE_STARTS and (waiting or 0) < arrival.verdict.LATE_STARTS
+    assert generator_bound != 1
