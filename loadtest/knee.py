@@ -2,12 +2,16 @@
 
 Pure functions over measured steps, shared by the sweep (to stop early) and the report (to mark the capacity).
 A step measured while the generator was saturated says nothing about the target, so it can never be the capacity.
+
+In the open model (an arrival-rate sweep: each step offers a rate) the knee is also the first step whose rate was not
+held: fewer than arrival.ACHIEVED_SHARE of the offered requests per second answered over its window. Below it the RPS
+follows the offered rate by construction, so "RPS stopped rising" comes later, if ever, than the rate slipping.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import rules
+from . import arrival, rules
 
 # RPS that grows by less than this share while the offered load grows is flat.
 FLAT_RPS_GAIN = 0.05
@@ -21,17 +25,19 @@ FAILURE_RATIO = rules.threshold("loadtest:failure_ratio:threshold")
 @dataclass(frozen=True)
 class Step:
     index: int
-    load: float  # what the sweep raised: users, workers or target CPUs
+    load: float  # what the sweep raised: users, workers, target CPUs or the arrival rate (requests/s)
     rps: float
     p95_ms: float
     failure_ratio: float
     generator_saturated: bool
+    offered_rps: float | None = None  # open model: the rate the step offered; None in the closed model
 
 
 @dataclass(frozen=True)
 class Knee:
     capacity_step: Step | None  # the last step before the knee: the most the target gave with sane latency
-    knee_step: Step | None  # the first step where RPS stopped rising while latency grew, or requests failed
+    knee_step: Step | None  # the first step where RPS stopped rising while latency grew, requests failed, or (open
+    # model) the offered rate was not held
     generator_bound_at: Step | None  # the first step where the generator saturated (the sweep stops there)
 
     @property
@@ -51,6 +57,21 @@ def failing(step: Step) -> bool:
     return step.failure_ratio > FAILURE_RATIO
 
 
+def rate_slipped(step: Step) -> bool:
+    """Open model: the step answered fewer than arrival.ACHIEVED_SHARE of the requests per second it offered."""
+    return step.offered_rps is not None and not arrival.held(step.offered_rps, step.rps)
+
+
+def knee_reason(step: Step) -> str:
+    """Why `step` is the knee, in a few words."""
+    if failing(step):
+        return f"{step.failure_ratio:.1%} of the requests failed"
+    if rate_slipped(step):
+        return (f"the rate was not held ({step.rps:,.0f} of {step.offered_rps:,g} requests/s offered, "
+                f"{step.rps / step.offered_rps:.1%}, under {arrival.ACHIEVED_SHARE:.0%})")
+    return "RPS stopped rising while p95 grew"
+
+
 def find_knee(steps: list[Step]) -> Knee:
     """Scan steps in order; stop at the first generator-saturated step, whose figures are the generator's."""
     capacity, generator_bound = None, None
@@ -58,7 +79,7 @@ def find_knee(steps: list[Step]) -> Knee:
         if step.generator_saturated:
             generator_bound = step
             break
-        if failing(step) or (i and is_knee(steps[i - 1], step)):
+        if failing(step) or rate_slipped(step) or (i and is_knee(steps[i - 1], step)):
             return Knee(capacity_step=steps[i - 1] if i else None, knee_step=step, generator_bound_at=None)
         if capacity is None or step.rps > capacity.rps:
             capacity = step

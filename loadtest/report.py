@@ -1,7 +1,9 @@
 """Sweep reports: CSV, JSON, a self-contained HTML page with plots, and an NGINX-style Markdown sizing table.
 
 Every file says under which conditions the sweep was taken and marks the steps where the generator was saturated,
-whose RPS is the generator's ceiling and not the target's capacity.
+whose RPS is the generator's ceiling and not the target's capacity. An open-model sweep (arrival rate) adds each
+step's offered rate, the share of it achieved, its late starts by cause and its service-time p99; its latencies are
+from each request's slot.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from . import catalog
 from .scenarios import SCENARIOS
-from .knee import Knee, Step, failing, find_knee
+from .knee import Knee, Step, failing, find_knee, knee_reason, rate_slipped
 
 # The target sizes NGINX's table maps CPU counts to: network-optimised c5n, the smallest with enough vCPUs.
 TARGET_FAMILY = "c5n"
@@ -36,6 +38,18 @@ class StepRecord:
     target_cpus: int  # CPUs the target runs with (its worker processes or threads)
     target_cpu_cores: float | None  # cores it used
     verdict: str  # generator-bound, target-bound or healthy (loadtest.verdict)
+    # The open model's (an arrival-rate sweep), over the same window; None in the closed model.
+    offered_rps: float | None = None  # the rate offered, all workers together
+    late_users_share: float | None = None  # share of the slots started late for want of a free user
+    late_cpu_share: float | None = None  # share of the slots started late by a worker woken late (its CPU)
+    service_p99_ms: float | None = None  # p99 from the actual send (the latency columns are from the slot)
+
+    @property
+    def late_share(self) -> float | None:
+        """Share of the slots started late, whatever the cause."""
+        if self.late_users_share is None or self.late_cpu_share is None:
+            return None
+        return self.late_users_share + self.late_cpu_share
 
 
 @dataclass
@@ -49,6 +63,11 @@ class Sweep:
     def knee(self) -> Knee:
         return find_knee([r.step for r in self.records])
 
+    @property
+    def open_model(self) -> bool:
+        """An arrival-rate sweep: each step offered a rate of requests."""
+        return any(r.offered_rps is not None for r in self.records)
+
 
 def target_instance(cpus: float) -> catalog.InstanceType:
     sizes = sorted((i for i in catalog.INSTANCES.values() if i.family == TARGET_FAMILY), key=lambda i: i.vcpu)
@@ -58,9 +77,28 @@ def target_instance(cpus: float) -> catalog.InstanceType:
 COLUMNS = ("step", "load", "users", "workers", "rps", "p50_ms", "p95_ms", "p99_ms", "requests", "failures",
            "failure_ratio", "worker_cpu_max", "worker_cpu_cores", "target_cpus", "target_cpu_cores", "verdict",
            "generator_bound", "window_start", "window_end")
+# Columns an open-model sweep adds (latencies are then from each request's slot; the service time from the send).
+ARRIVAL_COLUMNS = ("offered_rps", "achieved_share", "late_start_share", "late_users_share", "late_cpu_share",
+                   "service_p99_ms")
+
+
+def columns(sweep: Sweep) -> tuple[str, ...]:
+    return COLUMNS + ARRIVAL_COLUMNS if sweep.open_model else COLUMNS
+
+
+def _share(value: float | None) -> float | None:
+    return None if value is None else round(value, 5)
+
+
+def arrival_cells(r: StepRecord) -> dict:
+    return {"offered_rps": r.offered_rps,
+            "achieved_share": _share(r.step.rps / r.offered_rps) if r.offered_rps else None,
+            "late_start_share": _share(r.late_share), "late_users_share": _share(r.late_users_share),
+            "late_cpu_share": _share(r.late_cpu_share), "service_p99_ms": r.service_p99_ms}
 
 
 def rows(sweep: Sweep) -> list[dict]:
+    open_model = sweep.open_model
     return [
         {
             "step": r.step.index + 1, "load": r.step.load, "users": r.users, "workers": r.workers,
@@ -71,6 +109,7 @@ def rows(sweep: Sweep) -> list[dict]:
             "target_cpus": r.target_cpus,
             "target_cpu_cores": None if r.target_cpu_cores is None else round(r.target_cpu_cores, 3),
             "verdict": r.verdict, "generator_bound": r.step.generator_saturated, "window_start": r.start, "window_end": r.end,
+            **(arrival_cells(r) if open_model else {}),
         }
         for r in sweep.records
     ]
@@ -91,11 +130,15 @@ def knee_line(sweep: Sweep) -> str:
                 f"there and no step from then on measures the target{best}. Add workers before reading capacity.")
     if k.found:
         c, n = k.capacity_step, k.knee_step
-        why = (f"{n.failure_ratio:.1%} of the requests failed" if failing(n)
-               else "RPS stopped rising while p95 grew")
+        why = knee_reason(n)
         capacity = (f"Capacity: {c.rps:,.0f} RPS at {sweep.sweep_of} {c.load:g} (p95 {c.p95_ms:g} ms)." if c
                     else "No step below it to call the capacity: start the sweep lower.")
         return f"Knee at step {n.index + 1}: {why}. {capacity}"
+    if k.capacity_step and sweep.open_model:
+        last = sweep.records[-1]
+        return (f"No knee within the sweep: every offered rate was held, up to {last.step.rps:,.0f} of "
+                f"{last.offered_rps:,g} requests/s (p95 {last.step.p95_ms:g} ms, p99 {last.p99_ms:g} ms from each "
+                "request's slot); extend the sweep to find the limit.")
     if k.capacity_step:
         return (f"No knee within the sweep: RPS still rose at the last step ({k.capacity_step.rps:,.0f} RPS); "
                 "extend the sweep to find the limit.")
@@ -108,16 +151,22 @@ def sizing_table(sweep: Sweep) -> str:
     scenario = SCENARIOS.get(sweep.conditions.get("scenario", ""))
     tls = scenario is not None and scenario.target_metric == "tls_tps"
     knee = sweep.knee
-    lines = ["| CPUs | users | RPS | TLS TPS | p95 (ms) | instance type | monthly cost (USD) | note |",
-             "|---|---|---|---|---|---|---|---|"]
+    open_model = sweep.open_model
+    # The open model's table adds the offered rate and the p99 (its SLO figure), both latencies from the slot.
+    offered, p99 = ("offered | ", " p99 (ms) |") if open_model else ("", "")
+    lines = [f"| CPUs | users | {offered}RPS | TLS TPS | p95 (ms) |{p99} instance type | monthly cost (USD) | note |",
+             "|---|---|---|---|---|---|---|---|" + ("---|---|" if open_model else "")]
     for r in sweep.records:
         inst = target_instance(r.target_cpus)
         rps, tps = ("-", f"{r.step.rps:,.0f}") if tls else (f"{r.step.rps:,.0f}", "-")
         note = ("generator-bound: not the target's capacity" if r.step.generator_saturated
                 else f"knee: {r.step.failure_ratio:.1%} failed" if r.step == knee.knee_step and failing(r.step)
+                else f"knee: rate not held ({r.step.rps / r.step.offered_rps:.1%})"
+                if r.step == knee.knee_step and rate_slipped(r.step)
                 else "knee" if r.step == knee.knee_step else "capacity" if r.step == knee.capacity_step else "")
-        lines.append(f"| {r.target_cpus:g} | {r.users:,} | {rps} | {tps} | {r.step.p95_ms:g} | {inst.name} | "
-                     f"{inst.monthly_usd:,.0f} | {note} |")
+        cells = (f"{r.offered_rps:,g} | " if open_model else "", f" {r.p99_ms:g} |" if open_model else "")
+        lines.append(f"| {r.target_cpus:g} | {r.users:,} | {cells[0]}{rps} | {tps} | {r.step.p95_ms:g} |{cells[1]} "
+                     f"{inst.name} | {inst.monthly_usd:,.0f} | {note} |")
     return "\n".join(lines)
 
 
@@ -168,18 +217,25 @@ def svg_chart(title: str, xs: list[float], series: dict[str, list[float | None]]
 def html_page(sweep: Sweep) -> str:
     xs = [r.step.load for r in sweep.records]
     marked = [r.step.generator_saturated for r in sweep.records]
+    rps: dict[str, list[float | None]] = {"RPS": [r.step.rps for r in sweep.records]}
+    latency: dict[str, list[float | None]] = {"p95": [r.step.p95_ms for r in sweep.records]}
+    if sweep.open_model:
+        rps["offered"] = [r.offered_rps for r in sweep.records]
+        latency["p99 (from the slot)"] = [r.p99_ms for r in sweep.records]
+        latency["service p99 (from the send)"] = [r.service_p99_ms for r in sweep.records]
     charts = [
-        svg_chart(f"RPS by {sweep.sweep_of}", xs, {"RPS": [r.step.rps for r in sweep.records]}, "RPS", marked),
-        svg_chart(f"p95 latency by {sweep.sweep_of}", xs, {"p95": [r.step.p95_ms for r in sweep.records]}, "ms",
+        svg_chart(f"RPS by {sweep.sweep_of}", xs, rps, "RPS", marked),
+        svg_chart(f"{'latency' if sweep.open_model else 'p95 latency'} by {sweep.sweep_of}", xs, latency, "ms",
                   marked),
         svg_chart(f"CPU by {sweep.sweep_of}", xs, {
             "busiest worker (share of its core)": [r.worker_cpu_max for r in sweep.records],
             "target (cores)": [r.target_cpu_cores for r in sweep.records],
         }, "", marked),
     ]
+    shown = columns(sweep)
     table_rows = "".join(
         "<tr" + (' class="bound"' if row["generator_bound"] else "") + ">"
-        + "".join(f"<td>{html.escape(str(row[c]))}</td>" for c in COLUMNS) + "</tr>"
+        + "".join(f"<td>{html.escape(str(row[c]))}</td>" for c in shown) + "</tr>"
         for row in rows(sweep)
     )
     cond = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in sweep.conditions.items())
@@ -192,7 +248,7 @@ tr.bound td{{background:#fde0dc}}svg{{margin:8px 16px 8px 0}}</style></head><bod
 <h2>Conditions</h2><ul>{cond}</ul>
 <h2>Plots</h2><p>Red rings: the generator was saturated (RPS is the generator's ceiling, not the target's).</p>
 {''.join(charts)}
-<h2>Steps</h2><table><tr>{''.join(f'<th>{c}</th>' for c in COLUMNS)}</tr>{table_rows}</table>
+<h2>Steps</h2><table><tr>{''.join(f'<th>{c}</th>' for c in shown)}</tr>{table_rows}</table>
 </body></html>
 """
 
@@ -215,7 +271,7 @@ def write(sweep: Sweep, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     files = files_in(out)
     table = io.StringIO(newline="")
-    writer = csv.DictWriter(table, fieldnames=COLUMNS)
+    writer = csv.DictWriter(table, fieldnames=columns(sweep))
     writer.writeheader()
     writer.writerows(rows(sweep))
     replace_file(files["csv"], table.getvalue())

@@ -1,5 +1,9 @@
 """A sweep's plan: what its steps raise, how long each warms up and holds, and the arithmetic of exact windows.
 
+Closed model (users, workers, target-cpus): each step runs a number of users, each sending once its answer came.
+Open model (arrival-rate): each step offers a number of requests per second, sent on a fixed schedule whatever the
+target does (loadtest.arrival), from a pool of users the rate sizes; its latency counts from each request's slot.
+
 Pure: the runtime's sweeper (loadtest.runtime.sweeper) runs the plan against the local stack or a release.
 """
 from __future__ import annotations
@@ -7,15 +11,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import arrival
 from .errors import UsageError
 
 # What a sweep raises, and how the report names it.
-KINDS = {"users": "users", "workers": "workers", "target-cpus": "target CPUs"}
+KINDS = {"users": "users", "workers": "workers", "target-cpus": "target CPUs", "arrival-rate": "arrival rate"}
+# The open model's sweep: each step's load is the requests per second offered, all workers together.
+ARRIVAL_RATE = "arrival-rate"
+USERS_PER_WORKER = 50  # the default of workers and target-cpus sweeps
 # Locust's latency percentiles cover the last 10 s of responses: a shorter warm-up would mix the previous step's
 # latencies into this step's p95.
 MIN_WARMUP_S = 10
 # Locust workers send their request counts to the master in batches this far apart (locust.runners).
 WORKER_REPORT_MS = 3000
+# A Locust worker measures its CPU every 10 s (locust.runners.CPU_MONITOR_INTERVAL) and its first figure, at 10 s,
+# is psutil's first call: 0. Its first real figure comes this long after it starts; a window before then would show
+# the worker idle whatever it did.
+WORKER_CPU_FIRST_S = 20
 
 
 class SweepError(UsageError):
@@ -31,6 +43,11 @@ class Spec:
     users_per_worker: int  # users of a workers or target-cpus sweep: this times the workers
     spawn_rate: float  # users started per second; 0: all at once
 
+    @property
+    def open_model(self) -> bool:
+        """Each step offers a rate of requests (arrival-rate) rather than a number of users."""
+        return self.kind == ARRIVAL_RATE
+
     def __post_init__(self):
         if self.kind not in KINDS:
             raise SweepError(f"--sweep {self.kind!r}: one of {', '.join(KINDS)}")
@@ -45,7 +62,25 @@ class Spec:
             raise SweepError("--hold and --users-per-worker must be positive, --spawn-rate not negative")
 
     def users(self, load: int, workers: int) -> int:
+        """Users of a step: the load itself, users per worker times the workers, or the open model's pool."""
+        if self.open_model:
+            return arrival.pool_size(load, workers)
         return load if self.kind == "users" else self.users_per_worker * workers
+
+
+def check_open_model(*, users_per_worker: int | None, wait_s: float, release: str | None) -> None:
+    """Refuse what an arrival-rate sweep cannot take: a user count (the rate sizes the pool), think time (the rate
+    sets when each request goes), or a release (its rate is a chart value; each step would be a helm upgrade)."""
+    if release:
+        raise SweepError(f"--sweep {ARRIVAL_RATE} with --release: a release's rate is its chart value, and a sweep "
+                         f"cannot change it yet. Run it here with --local, or step by hand: for each rate N, "
+                         f"helm upgrade {release} charts/loadtest --reuse-values --set locust.load.arrivalRate=N, "
+                         f"then loadtest run --release {release}")
+    if users_per_worker is not None:
+        raise SweepError(f"--users-per-worker with --sweep {ARRIVAL_RATE}: each step's pool of users is sized from "
+                         f"its rate ({arrival.POOL_S:g} s of it); drop --users-per-worker")
+    if wait_s:
+        raise SweepError(f"--wait with --sweep {ARRIVAL_RATE}: the rate sets when each request goes; drop --wait")
 
 
 def parse_steps(text: str) -> list[int]:

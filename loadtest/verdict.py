@@ -132,5 +132,6 @@ def judge(window: Window) -> Verdict:
         return Verdict(TARGET_BOUND, f"the target was saturated in {window.target_share:.0%} of the steady window "
                                      f"while the workers had headroom ({window.figures()}): this RPS is its capacity "
                                      "at this CPU count")
+    more = "the rate" if window.late_starts is not None else "users"  # the open model's load is its rate
     return Verdict(HEALTHY, f"neither side was saturated in most of the steady window ({window.figures()}): raise "
-                            "users to find the limit")
+                            f"{more} to find the limit")

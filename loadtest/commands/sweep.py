@@ -1,15 +1,24 @@
 """`loadtest sweep`: raise the load step by step, read what each step gave from Prometheus, find the knee, report.
 
-Each step sets the load (users; workers; or the target's CPUs, as NGINX measured its tables), waits out a warm-up,
-then holds for a measured window. RPS, failures and latency percentiles of the window come from Prometheus (the
-Locust metrics plugin's series), and so does the step's verdict: the one the chart's saturation rules recorded. The
-sweep stops at the knee (RPS stopped rising while p95 grew) or as soon as the generator saturates: from then on the
-RPS is the generator's ceiling, never the target's capacity. The report (CSV, JSON, HTML, Markdown table) is
-rewritten after every step; a sweep cut short (Ctrl-C, a lost port-forward, a failed upgrade) leaves the steps so far,
-marked incomplete. An --output folder that holds an earlier sweep is refused unless --force.
+Each step sets the load (users; workers; the target's CPUs, as NGINX measured its tables; or the arrival rate),
+waits out a warm-up, then holds for a measured window. RPS, failures and latency percentiles of the window come from
+Prometheus (the Locust metrics plugin's series), and so does the step's verdict: the one the chart's saturation rules
+recorded. The sweep stops at the knee (RPS stopped rising while p95 grew) or as soon as the generator saturates:
+from then on the RPS is the generator's ceiling, never the target's capacity. The report (CSV, JSON, HTML, Markdown
+table) is rewritten after every step; a sweep cut short (Ctrl-C, a lost port-forward, a failed upgrade) leaves the
+steps so far, marked incomplete. An --output folder that holds an earlier sweep is refused unless --force.
 
 Two ways to run: `--local` starts the whole stack on this machine, `--release` drives an installed release through
 `helm upgrade` and Locust's web API, reading the release's Prometheus.
+
+Open model, `--sweep arrival-rate --steps 500,1000,2000` (--local only): each step offers that many requests per
+second, split over the workers and sent on a fixed schedule whatever the target does (the pool of users is sized from
+the rate, so no --users-per-worker, no --wait); each step restarts the Locust master and workers with its rate. Its
+latency percentiles count from each request's slot, and each step reports the rate offered and achieved, the share of
+requests started late (no user free / worker woke late) and the service time's p99. The knee is the first step whose
+rate was not held (achieved under 99 % of offered) or whose requests failed; late starts for want of worker CPU make
+a step generator-bound and stop the sweep. For a release, step by hand: helm upgrade RELEASE charts/loadtest
+--reuse-values --set locust.load.arrivalRate=N for each rate N, then `loadtest run --release RELEASE`.
 """
 from __future__ import annotations
 
@@ -19,7 +28,8 @@ from pathlib import Path
 
 from .. import paths, report, scenarios, targets, units
 from ..errors import RunFailed, UsageError
-from ..sweep import KINDS, MIN_WARMUP_S, Spec, measured_window, parse_steps
+from ..sweep import ARRIVAL_RATE, KINDS, MIN_WARMUP_S, USERS_PER_WORKER, Spec, check_open_model, measured_window, \
+    parse_steps
 from ..runtime import sweep_cluster, sweep_local
 from ..runtime.locustweb import CREDENTIALS_ENV
 from ..runtime.sweeper import Sweeper
@@ -55,9 +65,11 @@ def run(args) -> int:
     spec = Spec(kind=args.sweep, loads=parse_steps(args.steps),
                 warmup_s=units.parse_duration_s(args.warmup, "--warmup"),
                 hold_s=units.parse_duration_s(args.hold, "--hold"),
-                users_per_worker=args.users_per_worker, spawn_rate=args.spawn_rate)
+                users_per_worker=args.users_per_worker or USERS_PER_WORKER, spawn_rate=args.spawn_rate)
     if args.local == bool(args.release):
         raise UsageError("say where to sweep: --local (this machine) or --release NAME (an installed release)")
+    if spec.open_model:
+        check_open_model(users_per_worker=args.users_per_worker, wait_s=args.wait, release=args.release)
     if args.local:
         # Checked before the stack starts; a release's scrape interval is read from its Prometheus first thing.
         measured_window(spec.hold_s, sweep_local.SCRAPE_S)
@@ -102,13 +114,17 @@ def register(sub) -> None:
     where.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig for helm (default: helm's own)")
     steps = p.add_argument_group("steps")
     steps.add_argument("--sweep", default="users", choices=list(KINDS),
-                       help="what each step raises (default users); target-cpus needs a release")
-    steps.add_argument("--steps", required=True, help="the load of each step, rising, e.g. 50,100,200,400")
+                       help="what each step raises (default users); target-cpus needs a release; "
+                            f"{ARRIVAL_RATE}: the requests/s offered (open model, --local only)")
+    steps.add_argument("--steps", required=True,
+                       help="the load of each step, rising: users, workers, target CPUs, or requests/s for "
+                            f"{ARRIVAL_RATE}, e.g. 50,100,200,400 or 500,1000,2000")
     steps.add_argument("--warmup", type=types.duration(), default="15s", help=f"unmeasured time at the start of each step (default 15s, "
                                                        f"at least {MIN_WARMUP_S}s)")
     steps.add_argument("--hold", type=types.duration(), default="180s", help="measured window of each step (default 180s, the seed's method)")
-    steps.add_argument("--users-per-worker", type=types.number(int, minimum=1), default=50,
-                       help="users per worker in workers and target-cpus sweeps (default 50)")
+    steps.add_argument("--users-per-worker", type=types.number(int, minimum=1),
+                       help=f"users per worker in workers and target-cpus sweeps (default {USERS_PER_WORKER}); "
+                            f"{ARRIVAL_RATE} sizes its pool from the rate")
     steps.add_argument("--spawn-rate", type=types.number(float, minimum=0), default=0, help="users started per second (default: all at once)")
     loc = p.add_argument_group("local stack (--local)")
     loc.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
@@ -118,7 +134,8 @@ def register(sub) -> None:
     loc.add_argument("--tls-mode", choices=targets.TLS_MODES,
                      help="as for `loadtest local` (default: edge for the scenarios that need TLS, none otherwise)")
     loc.add_argument("--workers", type=types.number(int, minimum=1), default=1, help="Locust workers of users sweeps (default 1)")
-    loc.add_argument("--wait", type=types.number(float, minimum=0), default=0.0, help="seconds each user waits between requests (default 0)")
+    loc.add_argument("--wait", type=types.number(float, minimum=0), default=0.0,
+                     help=f"seconds each user waits between requests (default 0; not with {ARRIVAL_RATE})")
     loc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="chart value for the local target, as helm --set, e.g. haproxy.sessionRateLimit=2000")
     p.add_argument("--output", default="sweep-report", help="folder for the report (default ./sweep-report)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import paths, targets
-from ..sweep import Spec, SweepError
+from ..sweep import Spec, SweepError, check_open_model
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 from .release import Release, ReleaseError
@@ -23,6 +23,8 @@ class ClusterDriver:
     def __init__(self, release: str, namespace: str, chart: Path, locust_url: str | None,
                  prometheus_url: str | None, *, spec: Spec, kubeconfig: Path | None = None,
                  locust_credentials: str | None = None, progress=print):
+        if spec.open_model:  # before anything reads the release
+            check_open_model(users_per_worker=None, wait_s=0, release=release)
         self.release, self.namespace, self.chart, self.kubeconfig = release, namespace, chart, kubeconfig
         self.spec, self.progress = spec, progress
         self.locust = LocustWeb(locust_url, locust_credentials) if locust_url else None
@@ -46,6 +48,7 @@ class ClusterDriver:
                              "count, so each workers step would recreate the master and reset its statistics; "
                              "upgrade it with locust.mode=interactive for the sweep")
         self.target_cpus = self.current_target_cpus()
+        self.workers_started = None  # the release's worker pods start under helm, out of the sweep's sight
         self.changed: dict[str, object] = {}  # chart value -> what it was before the sweep set it
 
     def __enter__(self) -> ClusterDriver:
@@ -113,6 +116,9 @@ class ClusterDriver:
         section, key = self.cpu_value()
         self.change({f"{section}.{key}": cpus})
         self.target_cpus = cpus
+
+    def set_arrival_rate(self, rate: int) -> None:
+        check_open_model(users_per_worker=None, wait_s=0, release=self.release)
 
     def sample(self) -> None:
         """Every CPU figure of a release comes from its Prometheus."""

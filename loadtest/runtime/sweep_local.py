@@ -7,10 +7,17 @@ loadtest_role), so the sweep's queries and the verdict the rules record are the 
 share one machine: node-exporter's series carry loadtest_role="host", which the rules read as that machine's CPU.
 The CPU of an nginx target, which Prometheus cannot see here (no cAdvisor), the driver measures from the processes
 for the report.
+
+An arrival-rate sweep (the open model) starts the master and workers with the step's LOADTEST_ARRIVAL_RATE. The
+master reads the rate once, when it starts (locustfiles/loadtest_arrival.py), so each step with a new rate stops the
+master and its workers by PID and starts them again with it, on the same metrics port: Prometheus scrapes the new
+master as the same series, whose counters start afresh before the step's warm-up, never inside its window. Each
+earlier step's Locust logs are kept beside the new ones, named after their rate.
 """
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,8 +30,8 @@ from . import tools
 from .cpu import CpuMeter, cpu_model
 from .locust import MASTER, Locust
 from .locustweb import LocustWeb, LocustWebError
-from .localrun import describe, versions
-from .processes import LOCAL_HOST, STARTUP_TIMEOUT_S, free_port
+from .localrun import ARRIVAL_RATE_ENV, describe, versions
+from .processes import LOCAL_HOST, STARTUP_TIMEOUT_S, free_port, stop
 from .prom import Prometheus, PrometheusError
 from .stack import Stack
 
@@ -80,14 +87,19 @@ class LocalDriver:
                              "from the generator, so the steps would not compare")
         if workers < 1 or wait_s < 0:
             raise SweepError("--workers must be at least 1 and --wait not negative")
+        if spec.open_model and wait_s:
+            raise SweepError("--wait with --sweep arrival-rate: the rate sets when each request goes; drop --wait")
         self.scenario = scenarios.get(scenario)
         self.tls_mode = tls_mode or self.scenario.default_tls_mode
         targets.check_tls_mode(self.scenario, targets.get(target), self.tls_mode)
         self.workdir, self.target, self.wait_s = workdir, target, wait_s
         self.values, self.progress = values, progress
         self.workers = spec.loads[0] if spec.kind == "workers" else workers
+        # The open model's rate the running master sends (the first step's from the start); None: the closed model.
+        self.arrival_rate: int | None = spec.loads[0] if spec.open_model else None
         self.target_cpus = 1
         self.stack: Stack | None = None
+        self.workers_started: float | None = None
         self.window_open = False
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -127,10 +139,10 @@ class LocalDriver:
         host_metrics = f"http://{LOCAL_HOST}:{host_port}/metrics"
         procs.wait_http("node-exporter", host_metrics)
 
-        locust_metrics, prom_port = free_port(), free_port()
+        self.metrics_port, prom_port = free_port(), free_port()
         config = self.stack.runtime / "prometheus.yml"
         config.write_text(yaml.safe_dump(prometheus_config(RELEASE, [
-            ScrapeJob("locust", f"http://{LOCAL_HOST}:{locust_metrics}/metrics", "locust-master", "generator"),
+            ScrapeJob("locust", f"http://{LOCAL_HOST}:{self.metrics_port}/metrics", "locust-master", "generator"),
             ScrapeJob(self.target, target_metrics, self.target, "target"),
             ScrapeJob("node", host_metrics, "this-machine", "host"),
         ])))
@@ -141,19 +153,44 @@ class LocalDriver:
         self.prometheus = Prometheus(f"http://{LOCAL_HOST}:{prom_port}")
         procs.wait_http("prometheus", f"{self.prometheus.url}/-/ready")
 
-        self.launcher = Locust(procs, self.scenario.locustfile, env={"LOADTEST_WAIT": f"{self.wait_s:g}"})
-        self.launcher.start_master("--enable-rebalancing", "--host", self.server.url(tls=self.tls_mode != "none"),
-                                   env={"LOADTEST_METRICS_PORT": str(locust_metrics)})
-        self.locust = LocustWeb(self.launcher.web_url, self.launcher.web_credentials)
-        procs.wait_http(MASTER, f"{self.locust.url}/stats/requests")
-        self._start_workers(self.workers)
+        self._start_locust()
         try:
             self.prometheus.wait_for(f'locust_users{{release="{RELEASE}"}}', STARTUP_TIMEOUT_S * 2, "Locust series")
         except PrometheusError as e:
             raise LocalStackError(f"{e}\n{procs.log_tail('prometheus')}") from None
         self.target_meter = CpuMeter(self.server.proc.pid)
 
+    def _start_locust(self) -> None:
+        """A master (the web API, the metrics plugin on the one metrics port Prometheus scrapes) and the workers; in
+        the open model both with the current rate."""
+        env = {"LOADTEST_WAIT": f"{self.wait_s:g}"}
+        if self.arrival_rate is not None:
+            env[ARRIVAL_RATE_ENV] = str(self.arrival_rate)
+        self.launcher = Locust(self.stack.procs, self.scenario.locustfile, env=env)
+        self.master = self.launcher.start_master(
+            "--enable-rebalancing", "--host", self.server.url(tls=self.tls_mode != "none"),
+            env={"LOADTEST_METRICS_PORT": str(self.metrics_port)})
+        self.locust = LocustWeb(self.launcher.web_url, self.launcher.web_credentials)
+        self.stack.procs.wait_http(MASTER, f"{self.locust.url}/stats/requests")
+        self._start_workers(self.workers)
+
+    def _stop_locust(self, logs_suffix: str) -> None:
+        """Stop the master (it tells its workers to quit), then the workers, by PID; keep their logs under
+        <name>.<logs_suffix>.log."""
+        procs = self.stack.procs
+        ours = [self.master, *self.launcher.workers]
+        for proc in ours:
+            stop(proc)
+        for name, proc in list(procs.procs.items()):
+            if any(proc is p for p in ours):
+                del procs.procs[name]
+                log = procs.logs / f"{name}.log"
+                if log.exists():
+                    log.rename(procs.logs / f"{name}.{logs_suffix}.log")
+
     def _start_workers(self, count: int) -> None:
+        if count > len(self.launcher.workers):
+            self.workers_started = time.monotonic()
         self.launcher.start_workers(count)
         try:
             self.locust.wait_workers(count, STARTUP_TIMEOUT_S * 2)
@@ -169,7 +206,8 @@ class LocalDriver:
                      "and target",
             "node types": "none (local stack)",
             "versions": versions(self.target, None),
-            "think time per user": f"{self.wait_s:g} s",
+            "think time per user": "none: the rate sets each send (open model)" if self.arrival_rate is not None
+            else f"{self.wait_s:g} s",
             "chart values set": ", ".join(f"{k}={v}" for k, v in self.values.items()) or "none",
             "target CPU from": "HAProxy's busy time (Prometheus)" if self.target == "haproxy"
             else "the target's processes (psutil; no cAdvisor here)",
@@ -183,6 +221,15 @@ class LocalDriver:
 
     def set_target_cpus(self, cpus: int) -> None:
         raise SweepError("--sweep target-cpus needs a cluster")
+
+    def set_arrival_rate(self, rate: int) -> None:
+        """Start Locust again with `rate`: its master reads the rate once, when it starts."""
+        if rate == self.arrival_rate:
+            return
+        self.progress(f"  restarting the Locust master and {self.workers} worker(s) to offer {rate:,} requests/s")
+        self._stop_locust(f"rate-{self.arrival_rate}")
+        self.arrival_rate = rate
+        self._start_locust()
 
     def sample(self) -> None:
         if not self.window_open:  # the first call of a window only starts the CPU counters

@@ -1,10 +1,14 @@
-"""Running a sweep: each step sets the load (users; workers; or the target's CPUs, as NGINX measured its tables),
-waits out a warm-up, then holds for a measured window, and reads the window from Prometheus.
+"""Running a sweep: each step sets the load (users; workers; the target's CPUs, as NGINX measured its tables; or,
+in the open model, the arrival rate), waits out a warm-up, then holds for a measured window, and reads the window
+from Prometheus.
 
 RPS, failures and latency percentiles come from the Locust metrics plugin's series, the workers' and the target's
 CPU from the saturation rules, and the step's verdict is loadtest.verdict's over the window's steady samples, each
 side's saturation as the rules recorded it (`loadtest:*_saturated_steady:bool`). The sweep stops at the knee (RPS stopped rising while p95 grew, or requests failed) or as soon as the
-generator saturates: from then on the RPS is the generator's ceiling, never the target's capacity.
+generator saturates: from then on the RPS is the generator's ceiling, never the target's capacity. An arrival-rate
+step also reads the offered rate and the workers' slots and late starts over its window (exact counts, like the
+requests'), and stops the sweep at the first rate not held (achieved under arrival.ACHIEVED_SHARE of offered); late
+starts for want of worker CPU make a step generator-bound, as in `loadtest local`.
 
 A driver says where the load runs: the local stack (runtime.sweep_local) or a release (runtime.sweep_cluster).
 
@@ -21,9 +25,9 @@ from typing import Protocol
 
 from .. import report, verdict
 from ..errors import RunFailed
-from ..knee import Step, failing
+from ..knee import Step, knee_reason
 from ..locuststats import PerSecond
-from ..sweep import KINDS, Spec, measured_window, window_range
+from ..sweep import KINDS, WORKER_CPU_FIRST_S, Spec, measured_window, window_range
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 
@@ -43,12 +47,16 @@ class Driver(Protocol):
     locust: LocustWeb
     workers: int
     target_cpus: int
+    workers_started: float | None  # time.monotonic() when the newest worker started; None where it is not known
 
     def conditions(self) -> dict[str, str]: ...
 
     def set_workers(self, count: int) -> None: ...
 
     def set_target_cpus(self, cpus: int) -> None: ...
+
+    def set_arrival_rate(self, rate: int) -> None:
+        """Open model: from now on the workers send `rate` requests/s together (the swarm is then started afresh)."""
 
     def sample(self) -> None:
         """Called about once a second during a measured window (the local stack samples process CPU)."""
@@ -74,7 +82,8 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
 
     t_end, requests_end, failures_end = counters(end)
     # The scrape hold_s before: half an interval later than its nominal time, past its jitter.
-    t_start, requests_start, failures_start = counters(t_end - hold_s + scrape_s / 2)
+    start_at = t_end - hold_s + scrape_s / 2
+    t_start, requests_start, failures_start = counters(start_at)
     if requests_end < requests_start or t_end - t_start < hold_s / 2:
         raise SweepFailed("Locust's request counters went back during the step (its statistics were reset): "
                           "measure again")
@@ -89,6 +98,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     if not steady:
         raise SweepFailed(f"Prometheus recorded no steady sample of release {release!r} over the window (every user "
                           "running): does it evaluate the chart's saturation rules, and did the swarm run?")
+    open_model = arrival_window(prometheus, sel, start_at, end, r)
     window = verdict.Window(
         samples=round(steady),
         generator_share=over(f"max(avg_over_time(loadtest:generator_saturated_steady:bool{{{sel}}}[{r}]))") or 0.0,
@@ -96,7 +106,8 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         busiest_worker=over(f"max(avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}]))") or 0.0,
         target_cpu=over(f"max(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         host_cpu=over(f"max(avg_over_time(loadtest:host_cpu_saturation:ratio{{{sel}}}[{r}]))"),
-        worker_throttling=over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"))
+        worker_throttling=over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"),
+        late_starts=open_model["late_cpu_share"] if open_model else None)
     requests = requests_end - requests_start
     return {
         "start": t_start, "end": t_end, "requests": requests, "failures": failures_end - failures_start,
@@ -108,7 +119,29 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         "worker_cpu_cores": over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
         "target_cpu_ratio": over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         "window": window,
+        "arrival": open_model,
     }
+
+
+def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float, r: str) -> dict | None:
+    """The open model's figures over the window whose edges are the scrapes at or before `start_at` and `end` (the
+    same scrapes as the request counts, so the slots are whole worker reports too): the rate offered, the slots handed
+    out and the shares started late by cause, and the service-time p99; None in the closed model (no offered rate)."""
+    offered = prometheus.scalar(f"max(locust_arrival_rate_offered_rps{{{sel}}})", end)
+    if offered is None:
+        return None
+
+    def counted(expr: str) -> float:
+        return (prometheus.scalar(expr, end) or 0.0) - (prometheus.scalar(expr, start_at) or 0.0)
+
+    slots = counted(f"sum(locust_worker_arrival_slots_total{{{sel}}})")
+    late = {cause: counted(f'sum(locust_worker_late_starts_total{{{sel}, cause="{cause}"}})')
+            for cause in ("users", "cpu")}
+    service_p99 = prometheus.scalar(f'avg_over_time(locust_service_time_seconds{{{sel}, quantile="0.99"}}[{r}])', end)
+    return {"offered_rps": offered, "slots": slots,
+            "late_users_share": late["users"] / slots if slots > 0 else 0.0,
+            "late_cpu_share": late["cpu"] / slots if slots > 0 else 0.0,
+            "service_p99_ms": None if service_p99 is None else 1000 * service_p99}
 
 
 class Sweeper:
@@ -124,8 +157,11 @@ class Sweeper:
         d, spec = self.driver, self.spec
         scrape_s = d.prometheus.scrape_interval_s()
         measured_window(spec.hold_s, scrape_s)
+        model = ({"model": "open: each step sends its rate of requests (requests/s, all workers together) whatever "
+                           "the target does; latency from each request's slot, service time from its send"}
+                 if spec.open_model else {})
         sweep = report.Sweep(conditions={
-            **d.conditions(), "sweep": f"{KINDS[spec.kind]} {', '.join(map(str, spec.loads))}",
+            **d.conditions(), "sweep": f"{KINDS[spec.kind]} {', '.join(map(str, spec.loads))}", **model,
             "warm-up per step": f"{spec.warmup_s} s", "measured window per step": f"{spec.hold_s} s",
             "Prometheus": f"{d.prometheus.version()}, scrape every {scrape_s:g} s",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -148,9 +184,7 @@ class Sweeper:
                                   "measure the generator")
                     break
                 if knee.found:
-                    why = ("requests failed" if failing(knee.knee_step)
-                           else "RPS stopped rising while p95 grew")
-                    self.progress(f"stopping: knee at step {index + 1} ({why})")
+                    self.progress(f"stopping: knee at step {index + 1} ({knee_reason(knee.knee_step)})")
                     break
         finally:
             try:
@@ -166,12 +200,22 @@ class Sweeper:
             d.set_workers(load)
         elif spec.kind == "target-cpus":
             d.set_target_cpus(load)
+        elif spec.open_model:
+            d.set_arrival_rate(load)
         users = spec.users(load, d.workers)
-        self.progress(f"{of}: {KINDS[spec.kind]} {load}: {users} users on {d.workers} worker(s), target at "
+        what = f"{load:,} requests/s from a pool of {users} users" if spec.open_model else f"{users} users"
+        self.progress(f"{of}: {KINDS[spec.kind]} {load}: {what} on {d.workers} worker(s), target at "
                       f"{d.target_cpus} CPU(s); warm-up {spec.warmup_s} s, then {spec.hold_s} s measured")
         d.locust.swarm(users, spec.spawn_rate or users)
         d.locust.wait_users(users, SPAWN_TIMEOUT_S)
-        self.watch(of, "warm-up", spec.warmup_s, sample=False)
+        warmup_s = spec.warmup_s
+        if d.workers_started is not None:  # workers started for this step: the window waits for their CPU figures
+            cpu_in_s = math.ceil(d.workers_started + WORKER_CPU_FIRST_S - time.monotonic())
+            if cpu_in_s > warmup_s:
+                warmup_s = cpu_in_s
+                self.progress(f"  {of}: warm-up {warmup_s} s, until the workers' first CPU figure (Locust's comes "
+                              f"{WORKER_CPU_FIRST_S} s after a worker starts)")
+        self.watch(of, "warm-up", warmup_s, sample=False)
         # One scrape interval more than the window: the window (whole scrapes up to the last one) fits inside.
         self.watch(of, "measuring", math.ceil(spec.hold_s + scrape_s), sample=True)
         end = time.time()
@@ -183,17 +227,31 @@ class Sweeper:
             target_cores = f["target_cpu_ratio"] * d.target_cpus
         busiest = max(f["worker_cpu"], default=0.0)
         v = verdict.judge(f["window"])
+        a = f["arrival"] if spec.open_model else None  # a closed sweep of an open-model release keeps its closed form
+        if spec.open_model and (a is None or a["offered_rps"] != load):
+            raise SweepFailed(f"the Locust master offered {a['offered_rps'] if a else 'no'} requests/s over the "
+                              f"window, not the step's {load}: was it started with the step's rate?")
         step = Step(index, load, f["rps"], round(f["p95_ms"], 1),
-                    f["failures"] / f["requests"] if f["requests"] else 1.0, v.kind == verdict.GENERATOR_BOUND)
-        self.progress(f"{of} done: {f['rps']:,.0f} RPS, p95 {f['p95_ms']:.1f} ms, failures {step.failure_ratio:.2%}, "
-                      f"busiest worker {busiest:.0%}"
+                    f["failures"] / f["requests"] if f["requests"] else 1.0, v.kind == verdict.GENERATOR_BOUND,
+                    offered_rps=a["offered_rps"] if a else None)
+        late = ""
+        if a:
+            late = (f" of {a['offered_rps']:,g} offered ({f['rps'] / a['offered_rps']:.1%}), late starts "
+                    f"{a['late_users_share'] + a['late_cpu_share']:.2%} (no user free {a['late_users_share']:.2%}, "
+                    f"worker woke late {a['late_cpu_share']:.2%})")
+        self.progress(f"{of} done: {f['rps']:,.0f} RPS{late}, p95 {f['p95_ms']:.1f} ms, p99 {f['p99_ms']:.1f} ms, "
+                      f"failures {step.failure_ratio:.2%}, busiest worker {busiest:.0%}"
                       + ("" if target_cores is None else f", target {target_cores:.2f} core(s)")
                       + f"; {v.kind}: {v.reason}")
         return report.StepRecord(
             step=step, start=f["start"], end=f["end"], p50_ms=round(f["p50_ms"], 1), p99_ms=round(f["p99_ms"], 1),
             requests=round(f["requests"]), failures=round(f["failures"]), users=round(f["users"]),
             worker_cpu_max=busiest, worker_cpu_cores=f["worker_cpu_cores"], target_cpu_cores=target_cores,
-            target_cpus=d.target_cpus, workers=d.workers, verdict=v.kind)
+            target_cpus=d.target_cpus, workers=d.workers, verdict=v.kind,
+            **({"offered_rps": a["offered_rps"], "late_users_share": a["late_users_share"],
+                "late_cpu_share": a["late_cpu_share"],
+                "service_p99_ms": None if a["service_p99_ms"] is None else round(a["service_p99_ms"], 1)}
+               if a else {}))
 
     def watch(self, of: str, phase: str, seconds: int, sample: bool) -> None:
         """Wait `seconds`, printing Locust's live figures every few seconds (and sampling CPU when measuring)."""
