@@ -6,16 +6,10 @@ so a check means the same thing in a pipeline's `loadtest run` and in the chart'
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 from . import paths
 from .errors import UsageError
 
-_spec = importlib.util.spec_from_file_location("loadtest_checks", paths.LOCUSTFILES / "loadtest_checks.py")
-language = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("loadtest_checks", language)  # dataclasses look their module up by name
-_spec.loader.exec_module(language)
+language = paths.pod_module("loadtest_checks")
 
 Check, Figures, Outcome = language.Check, language.Figures, language.Outcome
 PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED = (

@@ -12,28 +12,16 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import checks
+from . import checks, paths
 from .errors import UsageError
 
 
-@dataclass(frozen=True)
-class Limits:
-    max_rps_drop: float  # a fraction: 0.05 is a 5 % drop
-    max_p95_rise: float
-
-
+# The arithmetic of a run against another is the pods' too (a scheduled run held to its baseline): one
+# implementation, standard library only, in locustfiles/loadtest_results.py.
+_runs = paths.pod_module("loadtest_results")
+Limits, Figure, change, _rps_p95 = _runs.Limits, _runs.Figure, _runs.change, _runs.rps_p95
 # What `loadtest compare` holds a change to unless told otherwise; `loadtest tune` judges its change by them too.
-DEFAULT_LIMITS = Limits(max_rps_drop=0.05, max_p95_rise=0.10)
-
-
-@dataclass(frozen=True)
-class Figure:
-    what: str
-    baseline: float | None
-    current: float | None
-    change: float | None  # current / baseline - 1
-    limit: str  # what the change was held to, or "" for a figure shown only
-    regressed: bool
+DEFAULT_LIMITS = _runs.DEFAULT_LIMITS
 
 
 @dataclass(frozen=True)
@@ -78,36 +66,11 @@ def load(path: Path) -> tuple[str, dict]:
     raise UsageError(f"{path}: no result.json (a `loadtest run` folder) or sweep.json (a `loadtest sweep` report)")
 
 
-def change(baseline: float | None, current: float | None) -> float | None:
-    """current / baseline - 1, rounded so that a change of exactly a limit (950 of 1000: 5 %) is that limit."""
-    if baseline is None or current is None or baseline == 0:
-        return None
-    return round(current / baseline - 1, 9)
-
-
-def _rps_p95(what: str, base: tuple[float, float], cur: tuple[float, float], limits: Limits) -> list[Figure]:
-    rps, p95 = change(base[0], cur[0]), change(base[1], cur[1])
-    return [
-        Figure(f"{what} RPS", base[0], cur[0], rps, f"drop <= {limits.max_rps_drop:.0%}",
-               rps is not None and -rps > limits.max_rps_drop),
-        Figure(f"{what} p95 (ms)", base[1], cur[1], p95, f"rise <= {limits.max_p95_rise:.0%}",
-               p95 is not None and p95 > limits.max_p95_rise),
-    ]
-
-
 def runs(base: dict, cur: dict, limits: Limits) -> tuple[list[Figure], str | None]:
-    for side, result in (("baseline", base), ("current", cur)):
-        if not result.get("complete", False):
-            raise UsageError(f"the {side} run is incomplete ({result.get('incomplete')}): compare complete runs")
-    invalid = [side for side, r in (("baseline", base), ("current", cur))
-               if r["exit_code"] == checks.GENERATOR_BOUND]
-    b, c = base["figures"][checks.AGGREGATED], cur["figures"][checks.AGGREGATED]
-    figures = _rps_p95("all requests", (b["rps"], b["percentiles_ms"]["0.95"]),
-                       (c["rps"], c["percentiles_ms"]["0.95"]), limits)
-    figures.append(Figure("failure ratio", b["fail_ratio"], c["fail_ratio"], None, "", False))
-    why = (f"the {' and the '.join(invalid)} run{'s were' if len(invalid) > 1 else ' was'} generator-bound: "
-           "its RPS is the generator's ceiling" if invalid else None)
-    return figures, why
+    try:
+        return _runs.compare_runs(base, cur, limits)
+    except _runs.Incomparable as e:
+        raise UsageError(str(e)) from None
 
 
 def capacity(sweep: dict) -> dict | None:

@@ -7,8 +7,11 @@ The first of these that holds `charts/loadtest/Chart.yaml` is loadtest's home:
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 from .errors import ResourcesNotFound, UsageError
 
@@ -85,3 +88,18 @@ def check_output(option: str, path: Path, folder: bool = True) -> None:
                          "path")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: you may not write in {ancestor}; give a path you can write")
+
+
+def pod_module(name: str) -> ModuleType:
+    """A standard-library module of locustfiles/ that the chart's pods load too (the one implementation of what a pod
+    and this package both do), loaded once under its own name, as the pods import it."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, LOCUSTFILES / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up by name
+        sys.path.insert(0, str(LOCUSTFILES))  # its own imports of its siblings, as in the pod
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(LOCUSTFILES))
+    return sys.modules[name]

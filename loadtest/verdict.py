@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import rules
+from . import paths, rules
 
 # A worker at this share of its core (or of its CPU limit) is saturated; Locust itself warns at 90 %. The value is the
 # saturation rules' (the monitoring chart's), so this verdict, the dashboards' and the alerts' agree.
@@ -34,10 +34,8 @@ TARGET_BOUND = "target-bound"
 HEALTHY = "healthy"
 
 
-@dataclass(frozen=True)
-class Verdict:
-    kind: str
-    reason: str
+# One Verdict for a run judged here and one judged in the chart's master pod (it writes the same result.json).
+Verdict = paths.pod_module("loadtest_results").Verdict
 
 
 @dataclass(frozen=True)

@@ -156,3 +156,45 @@ def test_an_output_file_that_exists_is_rewritten_not_refused(tmp_path):
     paths.check_output("--output", existing, folder=False)
     with pytest.raises(UsageError, match="is a file, so nothing can be written under it"):
         paths.check_output("--output", existing / "x.json", folder=False)
+
+
+def written(tmp_path, r, name):
+    runresult.write(r, tmp_path / name)
+    return json.loads((tmp_path / name / runresult.RESULT).read_text())
+
+
+def test_a_run_held_to_its_baseline_fails_on_a_regression_and_says_against_which(tmp_path):
+    files = runresult.files
+    base = written(tmp_path, report(("fail_ratio<1%",)), "base")
+    slower = report(("fail_ratio<1%",))
+    slower.figures = checks.from_entries([  # 800 requests in the same 10 s: 20 % fewer
+        {"name": "/1kb", "method": "GET", "num_requests": 800, "num_failures": 4,
+         "response_times": {"5": 720, "40": 72, "300": 8}, "start_time": 1000.0, "last_request_timestamp": 1010.0,
+         "total_response_time": 8880, "max_response_time": 310}])
+    slower.baseline = files.hold_to(("base", base), slower.to_json())
+    assert slower.baseline.regressed and slower.exit_code == checks.CHECK_FAILED
+    assert slower.meaning.startswith("REGRESSION against baseline base: all requests RPS -20.0%")
+    suite = suite_of(tmp_path, slower)
+    case = next(c for c in suite if c.name == "no regression against base")
+    assert results(case) == [Failure]
+    # The same run held to itself: no regression, and the check's own exit code.
+    same = report(("fail_ratio<1%",))
+    same.baseline = files.hold_to(("base", base), same.to_json())
+    assert not same.baseline.regressed and same.exit_code == checks.PASSED
+
+
+def test_no_baseline_pinned_and_a_generator_bound_baseline_judge_nothing(tmp_path):
+    files = runresult.files
+    assert files.hold_to(None, report().to_json()) is None
+    assert files.read_baseline(str(tmp_path)) is None
+    bound = written(tmp_path, report(("fail_ratio<1%",), kind=verdict.GENERATOR_BOUND), "bound")
+    (tmp_path / files.BASELINE).write_text("bound\n")
+    pinned = files.read_baseline(str(tmp_path))
+    held = files.hold_to(pinned, report(("fail_ratio<1%",)).to_json())
+    assert held.invalid and not held.regressed and "generator-bound" in held.describe()
+    assert bound["exit_code"] == checks.GENERATOR_BOUND
+
+
+def test_the_pods_verdict_is_the_packages():
+    assert verdict.Verdict is runresult.files.Verdict
+    assert runresult.files.GENERATOR_BOUND == verdict.GENERATOR_BOUND

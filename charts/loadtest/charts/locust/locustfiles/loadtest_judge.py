@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 
 from locust import events
@@ -22,12 +23,19 @@ from locust.runners import CPU_MONITOR_INTERVAL, STATE_RUNNING, MasterRunner
 
 import loadtest_arrival
 import loadtest_checks
+import loadtest_results as results
 from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries the CPU limit
 
 CHECKS_ENV = "LOADTEST_CHECKS"
 SATURATION_ENV = "LOADTEST_CPU_SATURATION"
 SHARE_ENV = "LOADTEST_SATURATED_SHARE"
 LATE_STARTS_ENV = "LOADTEST_LATE_STARTS"
+# The store the chart mounts (a PVC, or a folder the master uploads to S3) and the run's name (its Job's), which make
+# the run's folder: <store>/<run>, where Locust writes its CSV, JSON and HTML report too.
+RESULTS_DIR_ENV = "LOADTEST_RESULTS_DIR"
+RUN_NAME_ENV = "LOADTEST_RUN_NAME"
+CRASHED = "the master ended before the run did (it crashed, or was stopped)"
+NOT_GENERATOR_BOUND = "not generator-bound"  # what a pod can say: the target's CPU is Prometheus' to judge
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +70,35 @@ class WorkerCpu:
         return max((sum(c >= threshold for c in s) / len(s) for s in self.samples.values() if s), default=None)
 
 
+def results_folder() -> str | None:
+    """<store>/<run> when the chart gives both, created at once: Locust opens its CSV files there at start."""
+    store, run = os.environ.get(RESULTS_DIR_ENV), os.environ.get(RUN_NAME_ENV)
+    if not (store and run):
+        return None
+    folder = os.path.join(store, run)
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def conditions(environment) -> dict[str, str]:
+    """What ran, as far as the master knows it."""
+    options = environment.parsed_options
+    facts = {"scenario": os.path.splitext(os.path.basename(options.locustfile.split(",")[0]))[0],
+             "target": options.host or "", "workers": str(len(environment.runner.clients)),
+             "users": str(options.num_users), "run time": f"{options.run_time} s",
+             "where": f"Kubernetes, master pod {socket.gethostname()}"}
+    if loadtest_arrival.totals:
+        facts["model"] = f"open: {loadtest_arrival.totals.rate:g} requests/s, latency from each request's slot"
+    return facts
+
+
+def why(busiest: float | None, hot: float | None, bound: bool) -> str:
+    if busiest is None:
+        return "no worker CPU measured: the run was shorter than 20 s"
+    return (f"busiest worker at {busiest:.0%} of its CPU ceiling on average, saturated in {hot:.0%} of the steady "
+            f"window{': the RPS is the generator' + chr(39) + 's ceiling' if bound else ''}")
+
+
 @events.init.add_listener
 def _register(environment, **_):
     if CHECKS_ENV not in os.environ or not isinstance(environment.runner, MasterRunner):
@@ -82,6 +119,19 @@ def _register(environment, **_):
         raise SystemExit(loadtest_checks.BAD_INPUT) from None
     cpu = WorkerCpu(environment.runner)
     environment.events.worker_report.add_listener(cpu.add)
+    started, steady, folder = time.time(), [None, None], results_folder()
+    if folder:
+        # Until the run ends, its folder says it did not: a master that crashes leaves it marked incomplete, beside
+        # the CSV files Locust has been writing.
+        results.write(results.RunReport(conditions(environment), started, started, incomplete=CRASHED), folder)
+
+    @environment.events.spawning_complete.add_listener
+    def steady_from(**_):
+        steady[0], steady[1] = time.time(), None
+
+    @environment.events.test_stop.add_listener
+    def steady_until(**_):
+        steady[1] = steady[1] or time.time()
 
     @environment.events.quitting.add_listener
     def judge(environment, **_):
@@ -103,5 +153,19 @@ def _register(environment, **_):
         else:
             logger.info("busiest worker at %.0f%% of its CPU ceiling on average, saturated in %.0f%% of the steady "
                         "window%s", busiest * 100, hot * 100, " (generator-bound)" if bound else "")
+        if folder:
+            report = results.RunReport(
+                conditions(environment), started, time.time(), figures, outcomes,
+                verdict=results.Verdict(results.GENERATOR_BOUND if bound else NOT_GENERATOR_BOUND, why(busiest, hot, bound)),
+                cpu={"busiest_worker": busiest, "generator_saturated_share": hot},
+                window={"start": steady[0], "end": steady[1] or time.time(),
+                        "seconds": round((steady[1] or time.time()) - steady[0], 1) if steady[0] else 0.0},
+                judged="every user running, before the stop (Locust reset its statistics when the last user started)")
+            report.baseline = results.hold_to(results.read_baseline(os.environ[RESULTS_DIR_ENV]), report.to_json())
+            if report.baseline:
+                logger.info("%s", report.baseline.describe())
+            results.write(report, folder)
+            logger.info("results in %s", folder)
+            code = report.exit_code
         logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code])
         environment.process_exit_code = code

@@ -1,0 +1,281 @@
+"""A judged run's results folder, and a run held to a pinned baseline: standard library only, because the chart's
+Locust master writes the same folder in its pod (`locust.mode: run`, scheduled or not) that `loadtest run` writes on
+a laptop, where this project's package is not installed. loadtest.runresult and loadtest.compare load this file.
+
+    result.json   what ran, what it measured, its checks, its verdict and (with a baseline) the comparison
+    checks.xml    JUnit XML: one test case per check, one that the generator was not the limit, one per baseline
+    summary.md    the same for a person
+
+A store is a folder of run folders and, once one is pinned, a file `baseline` naming the baseline run's folder
+(`loadtest history --baseline RUN` writes it). A run is held to it by RPS and p95 limits: a regression is a failed
+check (exit 1).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+
+import loadtest_checks as checks
+
+RESULT, JUNIT, SUMMARY = "result.json", "checks.xml", "summary.md"
+BASELINE = "baseline"
+VALIDITY_CASE = "measurement is the target's: the generator was not the limit"
+GENERATOR_BOUND = "generator-bound"  # loadtest.verdict's kind of a run the generator limited
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Which side of a run was the limit (loadtest.verdict's kinds), and why."""
+
+    kind: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_rps_drop: float  # a fraction: 0.05 is a 5 % drop
+    max_p95_rise: float
+
+
+# What a run is held to against its baseline unless told otherwise (`loadtest compare`, `loadtest tune`, the pod).
+DEFAULT_LIMITS = Limits(max_rps_drop=0.05, max_p95_rise=0.10)
+
+
+@dataclass(frozen=True)
+class Figure:
+    what: str
+    baseline: float | None
+    current: float | None
+    change: float | None  # current / baseline - 1
+    limit: str  # what the change was held to, or "" for a figure shown only
+    regressed: bool
+
+
+class Incomparable(ValueError):
+    """Two results that cannot be compared (an incomplete one); the message says which."""
+
+
+def change(baseline: float | None, current: float | None) -> float | None:
+    """current / baseline - 1, rounded so that a change of exactly a limit (950 of 1000: 5 %) is that limit."""
+    if baseline is None or current is None or baseline == 0:
+        return None
+    return round(current / baseline - 1, 9)
+
+
+def rps_p95(what: str, base: tuple[float, float], cur: tuple[float, float], limits: Limits) -> list[Figure]:
+    rps, p95 = change(base[0], cur[0]), change(base[1], cur[1])
+    return [
+        Figure(f"{what} RPS", base[0], cur[0], rps, f"drop <= {limits.max_rps_drop:.0%}",
+               rps is not None and -rps > limits.max_rps_drop),
+        Figure(f"{what} p95 (ms)", base[1], cur[1], p95, f"rise <= {limits.max_p95_rise:.0%}",
+               p95 is not None and p95 > limits.max_p95_rise),
+    ]
+
+
+def compare_runs(base: dict, cur: dict, limits: Limits = DEFAULT_LIMITS) -> tuple[list[Figure], str | None]:
+    """Two runs' result.json: all requests' RPS and p95 against the limits, and why the comparison cannot be read
+    (a generator-bound side), if it cannot."""
+    for side, result in (("baseline", base), ("current", cur)):
+        if not result.get("complete", False):
+            raise Incomparable(f"the {side} run is incomplete ({result.get('incomplete')}): compare complete runs")
+    invalid = [side for side, r in (("baseline", base), ("current", cur))
+               if r["exit_code"] == checks.GENERATOR_BOUND]
+    b, c = base["figures"][checks.AGGREGATED], cur["figures"][checks.AGGREGATED]
+    figures = rps_p95("all requests", (b["rps"], b["percentiles_ms"]["0.95"]),
+                      (c["rps"], c["percentiles_ms"]["0.95"]), limits)
+    figures.append(Figure("failure ratio", b["fail_ratio"], c["fail_ratio"], None, "", False))
+    why = (f"the {' and the '.join(invalid)} run{'s were' if len(invalid) > 1 else ' was'} generator-bound: "
+           "its RPS is the generator's ceiling" if invalid else None)
+    return figures, why
+
+
+@dataclass(frozen=True)
+class BaselineOutcome:
+    """The run held to its store's baseline."""
+
+    run: str  # the baseline run's folder name
+    figures: list[Figure]
+    invalid: str | None
+
+    @property
+    def regressed(self) -> bool:
+        return not self.invalid and any(f.regressed for f in self.figures)
+
+    def describe(self) -> str:
+        if self.invalid:
+            return f"not comparable with baseline {self.run}: {self.invalid}"
+        worse = [f"{f.what} {f.change:+.1%} (limit: {f.limit})" for f in self.figures if f.regressed]
+        return f"REGRESSION against baseline {self.run}: {'; '.join(worse)}" if worse else (
+            f"no regression against baseline {self.run}")
+
+    def to_json(self) -> dict:
+        return {"run": self.run, "regressed": self.regressed, "invalid": self.invalid,
+                "figures": [asdict(f) for f in self.figures]}
+
+
+@dataclass
+class RunReport:
+    conditions: dict[str, str]  # what ran: scenario, target, workers, users, versions, values
+    started: float  # unix time
+    ended: float
+    figures: dict = field(default_factory=dict)  # checks.Figures per request name and Aggregated
+    outcomes: list = field(default_factory=list)  # checks.Outcome
+    verdict: Verdict | None = None
+    cpu: dict = field(default_factory=dict)  # the CPU figures the verdict was judged from
+    incomplete: str | None = None  # why the run ended before its run time, if it did
+    window: dict | None = None  # the steady window judged: start, end (unix time), seconds, samples, ramp-up, stop
+    judged: str | None = None  # the same in words
+    baseline: BaselineOutcome | None = None  # the comparison with the store's baseline, when one is pinned
+
+    @property
+    def generator_bound(self) -> bool:
+        return self.verdict is not None and self.verdict.kind == GENERATOR_BOUND
+
+    @property
+    def exit_code(self) -> int:
+        if self.incomplete:
+            return 130 if self.incomplete == "interrupted" else checks.RUN_FAILED
+        total = self.figures.get(checks.AGGREGATED)
+        code = checks.exit_code(self.outcomes, self.generator_bound, total.requests if total else 0)
+        if code == checks.PASSED and self.baseline is not None and self.baseline.regressed:
+            return checks.CHECK_FAILED
+        return code
+
+    @property
+    def meaning(self) -> str:
+        """What the exit code says of this run: an incomplete one names why, not a check that did not fail."""
+        if self.incomplete:
+            return f"incomplete: {self.incomplete}"
+        if self.exit_code == checks.CHECK_FAILED and self.baseline is not None and self.baseline.regressed and all(
+                o.passed for o in self.outcomes):
+            return self.baseline.describe()
+        return checks.EXIT_CODES[self.exit_code]
+
+    def to_json(self) -> dict:
+        return {
+            "complete": self.incomplete is None, "incomplete": self.incomplete,
+            "exit_code": self.exit_code, "meaning": self.meaning,
+            "conditions": self.conditions, "started": self.started, "ended": self.ended,
+            "window": self.window, "verdict": asdict(self.verdict) if self.verdict else None, "cpu": self.cpu,
+            "checks": [{"check": o.check.text, "measured": o.measured, "passed": o.passed} for o in self.outcomes],
+            "figures": {name: {**asdict(f), "fail_ratio": f.fail_ratio} for name, f in self.figures.items()},
+            "baseline": self.baseline.to_json() if self.baseline else None,
+        }
+
+
+def junit(report: RunReport, suite: str) -> str:
+    cases = []
+    for o in report.outcomes:
+        case = ET.Element("testcase", classname="loadtest.checks", name=o.check.text)
+        if not o.passed:
+            ET.SubElement(case, "failure", message=o.describe(), type="check").text = o.describe()
+        cases.append(case)
+    valid = ET.Element("testcase", classname="loadtest.verdict", name=VALIDITY_CASE)
+    if report.generator_bound:
+        ET.SubElement(valid, "failure", message=report.verdict.reason, type=GENERATOR_BOUND).text = (
+            report.verdict.reason)
+    elif report.verdict is None:
+        ET.SubElement(valid, "skipped", message="no CPU figures to judge the generator from")
+    cases.append(valid)
+    if report.baseline is not None:
+        held = ET.Element("testcase", classname="loadtest.baseline", name=f"no regression against {report.baseline.run}")
+        if report.baseline.regressed:
+            ET.SubElement(held, "failure", message=report.baseline.describe(), type="regression").text = (
+                report.baseline.describe())
+        elif report.baseline.invalid:
+            ET.SubElement(held, "skipped", message=report.baseline.describe())
+        cases.append(held)
+    if report.incomplete:
+        ended = ET.Element("testcase", classname="loadtest.run", name="the run went to its end")
+        ET.SubElement(ended, "error", message=report.incomplete, type="incomplete").text = report.incomplete
+        cases.append(ended)
+    failures = sum(c.find("failure") is not None for c in cases)
+    suites = ET.Element("testsuites")
+    suite_element = ET.SubElement(
+        suites, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
+        errors=str(sum(c.find("error") is not None for c in cases)),
+        skipped=str(sum(c.find("skipped") is not None for c in cases)),
+        time=f"{max(0.0, report.ended - report.started):.3f}",
+        timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(report.started)))
+    properties = ET.SubElement(suite_element, "properties")
+    for key, value in report.conditions.items():
+        ET.SubElement(properties, "property", name=key, value=str(value))
+    suite_element.extend(cases)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def summary(report: RunReport) -> str:
+    code = report.exit_code
+    lines = [f"# Load test run: {report.conditions.get('scenario', '')} against {report.conditions.get('target', '')}",
+             "", f"**{'PASSED' if code == checks.PASSED else 'INVALID' if code == checks.GENERATOR_BOUND else 'FAILED'}"
+             f"** (exit code {code}: {report.meaning})", ""]
+    if report.incomplete:
+        lines += [f"INCOMPLETE: {report.incomplete}", ""]
+    if report.judged:
+        lines += [f"Judged: {report.judged}", ""]
+    if report.verdict:
+        lines += [f"Verdict: {report.verdict.kind}: {report.verdict.reason}", ""]
+    if report.baseline:
+        lines += [f"Baseline: {report.baseline.describe()}", ""]
+    if report.outcomes:
+        lines += ["| check | measured | result |", "|---|---|---|"]
+        lines += [f"| `{o.check.text}` | {'-' if o.measured is None else checks.show(o.check.metric, o.measured)} | "
+                  f"{'passed' if o.passed else '**failed**'} |" for o in report.outcomes]
+        lines.append("")
+    lines += ["| request | requests | failures | RPS | p50 (ms) | p95 (ms) | p99 (ms) |", "|---|---|---|---|---|---|---|"]
+    for name, f in sorted(report.figures.items(), key=lambda item: item[0] == checks.AGGREGATED):
+        p = f.percentiles_ms
+        lines.append(f"| {name} | {f.requests:,} | {f.failures:,} ({f.fail_ratio:.2%}) | {f.rps:,.1f} | "
+                     f"{p[0.5]:g} | {p[0.95]:g} | {p[0.99]:g} |")
+    lines += ["", "## Conditions", ""] + [f"- {k}: {v}" for k, v in report.conditions.items()]
+    return "\n".join(lines) + "\n"
+
+
+def replace_file(path: str, text: str) -> None:
+    """Write `text` through a temporary file and a rename: a crash mid-write leaves the previous file whole."""
+    partial = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
+    with open(partial, "w") as f:
+        f.write(text)
+    os.replace(partial, path)
+
+
+def write(report: RunReport, out: str, suite: str = "loadtest run") -> dict[str, str]:
+    """Write (or rewrite) the folder's judged files, each replaced whole."""
+    os.makedirs(out, exist_ok=True)
+    files = {"json": os.path.join(out, RESULT), "junit": os.path.join(out, JUNIT),
+             "markdown": os.path.join(out, SUMMARY)}
+    replace_file(files["json"], json.dumps(report.to_json(), indent=2) + "\n")
+    replace_file(files["junit"], junit(report, suite))
+    replace_file(files["markdown"], summary(report))
+    return files
+
+
+def read_baseline(store: str) -> tuple[str, dict] | None:
+    """The store's pinned baseline: (its folder name, its result.json), None when none is pinned."""
+    try:
+        with open(os.path.join(store, BASELINE)) as f:
+            name = f.read().strip()
+        if not name:
+            return None
+        with open(os.path.join(store, name, RESULT)) as f:
+            return name, json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def hold_to(baseline: tuple[str, dict] | None, current: dict, limits: Limits = DEFAULT_LIMITS) -> BaselineOutcome | None:
+    """The current run's result.json held to the baseline, None without one (or when the run is not comparable)."""
+    if baseline is None:
+        return None
+    name, base = baseline
+    current = json.loads(json.dumps(current))  # as written: percentile keys become the strings result.json holds
+    try:
+        figures, invalid = compare_runs(base, current, limits)
+    except (Incomparable, KeyError, TypeError) as e:
+        return BaselineOutcome(name, [], f"{e}")
+    return BaselineOutcome(name, figures, invalid)
+

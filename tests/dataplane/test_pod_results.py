@@ -1,0 +1,81 @@
+"""The results folder a judged master writes in its pod (the chart's mode run, scheduled or not), on loopback: the
+master and a worker with the environment the chart gives them, the store a plain folder as the PVC is. Its folder is
+one `loadtest history` reads; a pinned baseline holds the next run; a master killed mid-run leaves its folder marked
+incomplete, with what Locust had written."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from loadtest import checks, scenarios, verdict
+from loadtest.runtime.locust import RESET_STATS_ENV, Locust
+from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
+
+
+def pod_run(store, run, url, users, wait_s, run_time_s=6, kill_after_s=None):
+    """One judged run as the chart's master runs it, its folder <store>/<run>. Killed with SIGKILL after
+    `kill_after_s` when given (a crash); returns the master's exit code."""
+    folder = store / run
+    env = {"LOADTEST_CHECKS": "fail_ratio<1%", "LOADTEST_CPU_SATURATION": f"{verdict.SATURATED_CPU:g}",
+           "LOADTEST_SATURATED_SHARE": f"{verdict.SATURATED_SHARE:g}", RESET_STATS_ENV: "true",
+           "LOADTEST_WAIT": f"{wait_s:g}", "LOADTEST_RESULTS_DIR": str(store), "LOADTEST_RUN_NAME": run}
+    with Processes(store.parent / f"logs-{run}") as procs:
+        locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env=env)
+        master = locust.start_master(
+            "-u", str(users), "-r", str(users), "-t", f"{run_time_s}s", "--host", url,
+            "--csv", str(folder / "stats"), "--json-file", str(folder / "stats"), "--html", str(folder / "report.html"),
+            web=False, expect_workers=1, expect_workers_wait_s=STARTUP_TIMEOUT_S)
+        locust.start_workers(1)
+        if kill_after_s:
+            time.sleep(kill_after_s)
+            os.kill(master.pid, signal.SIGKILL)
+        master.wait(timeout=STARTUP_TIMEOUT_S + run_time_s + 60)
+        return master.returncode, procs.logs_text()
+
+
+def history(store, *args):
+    return subprocess.run([sys.executable, "-m", "loadtest", "history", "--store", str(store), *args],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_the_masters_folder_is_a_run_history_reads_and_the_baseline_holds_the_next(tmp_path, nginx):
+    store = tmp_path / "results"
+    code, log = pod_run(store, "lt-locust-master-29000001", nginx.url, users=8, wait_s=0.01)
+    assert code == checks.PASSED, log[-3000:]
+    first = store / "lt-locust-master-29000001"
+    for name in ("result.json", "checks.xml", "summary.md", "report.html", "stats.json", "stats_stats.csv"):
+        assert (first / name).is_file(), name
+    result = json.loads((first / "result.json").read_text())
+    assert result["complete"] and result["exit_code"] == 0 and result["conditions"]["scenario"] == "keepalive_1kb"
+    assert result["figures"]["Aggregated"]["requests"] > 100
+    pinned = history(store, "--baseline", first.name)
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+
+    # The backend slowed, as the issue has it, played by fewer users: a quarter of the rate.
+    code, log = pod_run(store, "lt-locust-master-29000002", nginx.url, users=2, wait_s=0.01)
+    assert code == checks.CHECK_FAILED, log[-3000:]
+    assert "REGRESSION against baseline lt-locust-master-29000001" in log
+    second = json.loads((store / "lt-locust-master-29000002" / "result.json").read_text())
+    assert second["baseline"]["regressed"] and second["exit_code"] == 1
+    assert "REGRESSION" in (store / "lt-locust-master-29000002" / "checks.xml").read_text()
+    listed = history(store)
+    assert listed.returncode == 0, listed.stderr
+    assert "lt-locust-master-29000001" in listed.stdout and "lt-locust-master-29000002" in listed.stdout
+
+
+def test_a_master_killed_mid_run_leaves_its_folder_marked_incomplete(tmp_path, nginx):
+    store = tmp_path / "results"
+    code, _ = pod_run(store, "crashed", nginx.url, users=4, wait_s=0.01, run_time_s=30, kill_after_s=8)
+    assert code == -signal.SIGKILL
+    folder = store / "crashed"
+    result = json.loads((folder / "result.json").read_text())
+    assert not result["complete"] and "crashed" in result["incomplete"]
+    # Locust writes its CSV files every second: what it measured until the crash is there.
+    rows = (folder / "stats_stats.csv").read_text().splitlines()
+    assert len(rows) >= 2 and int(rows[-1].split(",")[2]) > 0, rows
+    listed = history(store)
+    assert "(incomplete)" in listed.stdout, listed.stdout
