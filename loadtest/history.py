@@ -15,9 +15,10 @@ from pathlib import Path
 
 from . import checks, compare, report
 from .errors import UsageError
+from . import runresult
 from .runresult import RESULT, SUMMARY
 
-BASELINE = "baseline"
+BASELINE = runresult.files.BASELINE  # the file the chart's master reads its baseline from too
 PAGE = "history.html"
 
 

@@ -4,6 +4,13 @@ run linked to its own reports; and the baseline they are held to.
 
     loadtest history                                   # the runs under runs/, and runs/history.html
     loadtest history --baseline 20261125T101500Z-lt    # pin that run as the baseline
+    loadtest history --release lt --namespace lt       # a release's scheduled runs (its PVC or its bucket)
+    loadtest history --store s3://bucket/prefix        # a bucket (AWS_* credentials; AWS_ENDPOINT_URL_S3 for
+                                                       # an S3-compatible store)
+
+A release's store, or a bucket, is copied into history-<release>/ (or history-<bucket>/) first, runs already there
+kept; the page is written beside the copy. --baseline then pins the run in the store itself, where the next
+scheduled run reads it.
 
 Once a baseline is pinned, every `loadtest run` that writes into the store is compared with it by `loadtest
 compare`'s limits (RPS down more than 5 %, p95 up more than 10 %): a regression fails the run (exit 1) and its
@@ -17,26 +24,52 @@ from pathlib import Path
 
 from .. import checks, history, paths
 from ..errors import UsageError
+from ..runtime import store
+from ..runtime.release import Release
 from . import types
 from .run import RUNS
 
 
+def remote(args) -> tuple[Path, object] | None:
+    """(the local copy, the store it copies) for --release or an s3:// store; None for a local folder."""
+    if args.release:
+        kept = store.of_release(Release(args.release, args.namespace, args.kubeconfig))
+        copy = Path(f"history-{args.release}")
+    elif args.store.startswith("s3://"):
+        kept = store.bucket(args.store)
+        copy = Path(f"history-{kept.store.bucket}")
+    else:
+        return None
+    copy.mkdir(exist_ok=True)
+    print(f"loadtest history: copying the runs of {kept.where} into {copy}/")
+    incomplete = kept.copy_to(copy)
+    if incomplete:
+        print(f"  uploads that never finished (left out): {', '.join(incomplete)}")
+    return copy, kept
+
+
 def run(args) -> int:
-    store = Path(args.store)
-    out = Path(args.output) if args.output else store / history.PAGE
+    copied = remote(args)
+    where = copied[0] if copied else Path(args.store)
+    if not copied and not where.is_dir():
+        raise UsageError(f"--store {where}: no such folder; `loadtest run` writes its runs to runs/ (or --output)")
+    out = Path(args.output) if args.output else where / history.PAGE
     paths.check_output("--output", out, folder=False)
-    known = history.runs(store)
+    known = history.runs(where)
     if args.baseline:
-        pinned = history.pin(store, args.baseline, known)
+        pinned = history.pin(where, args.baseline, known)
+        if copied:
+            copied[1].pin(pinned.folder)
         print(f"baseline: {pinned.folder} ({pinned.when}, {pinned.rps:,.0f} RPS)")
-    pinned = history.baseline(store)
+    pinned = history.baseline(where)
     if not known:
-        raise UsageError(f"--store {store}: no run folders (with a result.json) in it yet; `loadtest run` adds them")
+        raise UsageError(f"{copied[1].where if copied else f'--store {where}'}: no run folders (with a result.json) "
+                         "in it yet; `loadtest run`, or the release's scheduled runs, add them")
     lines = history.table(known, pinned)
     print(lines[0] + "  vs baseline")
     for run_, line in zip(known, lines[1:]):
-        print(f"{line}  {vs_baseline(store, run_, pinned)}".rstrip())
-    paths.write_text(out, history.html_page(store, known, pinned))
+        print(f"{line}  {vs_baseline(where, run_, pinned)}".rstrip())
+    paths.write_text(out, history.html_page(where, known, pinned))
     print(f"history page: {out}")
     return checks.PASSED
 
@@ -53,8 +86,14 @@ def vs_baseline(store: Path, run_: history.Run, pinned: str | None) -> str:
 def register(sub) -> None:
     p = sub.add_parser("history", help="the runs kept in a store: a table, an HTML page of their trends, a baseline",
                        description=__doc__)
-    p.add_argument("--store", type=types.existing_folder, default=str(RUNS),
-                   help=f"folder of run folders (default {RUNS}, where `loadtest run` writes them)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--store", default=str(RUNS), metavar="PATH|s3://BUCKET/PREFIX",
+                       help=f"folder of run folders (default {RUNS}, where `loadtest run` writes them), or a bucket")
+    where.add_argument("--release", metavar="NAME", type=types.release_name,
+                       help="the store of this release's judged runs (locust.results: its PVC or its bucket)")
+    p.add_argument("--namespace", type=types.namespace, default="default",
+                   help="the release's namespace (default: default)")
+    p.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig of the release's cluster (default: kubectl's)")
     p.add_argument("--baseline", metavar="RUN", help="pin this run (its folder name in the store) as the baseline")
     p.add_argument("--output", help=f"the HTML page (default STORE/{history.PAGE})")
     p.set_defaults(func=run)

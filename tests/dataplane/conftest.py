@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import csv
 import errno
+import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +30,11 @@ import pytest
 
 from loadtest import paths
 from loadtest.runtime.locust import Locust
-from loadtest.runtime.processes import STARTUP_TIMEOUT_S, STOP_TIMEOUT_S, Processes, free_port, stop
+from loadtest.runtime.processes import LOCAL_HOST, STARTUP_TIMEOUT_S, STOP_TIMEOUT_S, Processes, free_port, stop
 
 sys.path.insert(0, str(paths.LOCUSTFILES))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
+import loadtest_s3  # noqa: E402
 
 # One process (master_process off), so that killing the target is one signal to one PID; it keeps the user that
 # started it, so it reads the files under pytest's private temporary folders. /500 answers 500, /close closes the
@@ -350,3 +355,68 @@ def make_cpu_quotas():
     """`with make_cpu_quotas() as quotas:` CPU quotas, removed on exit (the test is skipped where they cannot be
     set). Open it before the processes it limits, so they have stopped when their groups go."""
     return CpuQuotas
+
+
+# --- S3: moto's server, signatures checked -------------------------------------------------------------------------
+
+MOTO_STARTUP_TIMEOUT_S = 60  # its imports take seconds on a busy machine
+S3_BUCKET = "loadtest-results"
+# Each IAM request below is one of moto's unchecked requests: keep INITIAL_NO_AUTH_ACTION_COUNT equal to their number.
+BOOTSTRAP_REQUESTS = 3
+S3_FULL_ACCESS = json.dumps({"Version": "2012-10-17",
+                             "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]})
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + MOTO_STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"moto_server exited with {proc.returncode}:\n{log.read_text()[-3000:]}", pytrace=False)
+        try:
+            socket.create_connection((LOCAL_HOST, port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"moto_server did not listen on {port} within {MOTO_STARTUP_TIMEOUT_S} s:\n{log.read_text()[-3000:]}",
+                pytrace=False)
+
+
+def iam(endpoint: str, **params: str) -> str:
+    """One IAM Query API call (while moto checks no signature: the signature only routes it to IAM)."""
+    body = urllib.parse.urlencode({**params, "Version": "2010-05-08"}).encode()
+    headers = loadtest_s3.sign("POST", f"{endpoint}/", {"Content-Type": "application/x-www-form-urlencoded"},
+                               hashlib.sha256(body).hexdigest(), loadtest_s3.Credentials("AKIABOOTSTRAP", "-"),
+                               service="iam")
+    with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/", data=body, headers=headers, method="POST"),
+                                timeout=10) as resp:
+        return resp.read().decode()
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """(endpoint, credentials) of a moto S3 that checks signatures, with the bucket S3_BUCKET; stopped by PID after."""
+    try:
+        import moto  # noqa: F401
+    except ImportError:
+        pytest.fail("moto is not installed in this venv: run scripts/setup (requirements.txt pins it)", pytrace=False)
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    port = free_port()
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(BOOTSTRAP_REQUESTS)}
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        env.pop(name, None)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", LOCAL_HOST, "-p", str(port)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_for_port(port, proc, log)
+        endpoint = f"http://{LOCAL_HOST}:{port}"
+        iam(endpoint, Action="CreateUser", UserName="loadtest")
+        created = iam(endpoint, Action="CreateAccessKey", UserName="loadtest")
+        credentials = loadtest_s3.Credentials(re.search(r"<AccessKeyId>(.+?)</AccessKeyId>", created)[1],
+                                              re.search(r"<SecretAccessKey>(.+?)</SecretAccessKey>", created)[1])
+        iam(endpoint, Action="PutUserPolicy", UserName="loadtest", PolicyName="s3", PolicyDocument=S3_FULL_ACCESS)
+        # From here on every request is checked: the bucket is made with the store's own signed request.
+        loadtest_s3.Store(endpoint, S3_BUCKET, credentials=credentials).request("PUT")
+        yield endpoint, credentials
+    finally:
+        stop(proc, STOP_TIMEOUT_S)

@@ -11,16 +11,18 @@ import subprocess
 import sys
 import time
 
-from loadtest import checks, scenarios, verdict
+from conftest import S3_BUCKET
+
+from loadtest import checks, paths, scenarios, verdict
 from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
 
 
-def pod_run(store, run, url, users, wait_s, run_time_s=6, kill_after_s=None):
+def pod_run(store, run, url, users, wait_s, run_time_s=6, kill_after_s=None, env=None):
     """One judged run as the chart's master runs it, its folder <store>/<run>. Killed with SIGKILL after
     `kill_after_s` when given (a crash); returns the master's exit code."""
     folder = store / run
-    env = {"LOADTEST_CHECKS": "fail_ratio<1%", "LOADTEST_CPU_SATURATION": f"{verdict.SATURATED_CPU:g}",
+    env = {**(env or {}), "LOADTEST_CHECKS": "fail_ratio<1%", "LOADTEST_CPU_SATURATION": f"{verdict.SATURATED_CPU:g}",
            "LOADTEST_SATURATED_SHARE": f"{verdict.SATURATED_SHARE:g}", RESET_STATS_ENV: "true",
            "LOADTEST_WAIT": f"{wait_s:g}", "LOADTEST_RESULTS_DIR": str(store), "LOADTEST_RUN_NAME": run}
     with Processes(store.parent / f"logs-{run}") as procs:
@@ -79,3 +81,34 @@ def test_a_master_killed_mid_run_leaves_its_folder_marked_incomplete(tmp_path, n
     assert len(rows) >= 2 and int(rows[-1].split(",")[2]) > 0, rows
     listed = history(store)
     assert "(incomplete)" in listed.stdout, listed.stdout
+
+
+def test_with_a_bucket_the_master_uploads_its_folder_and_history_reads_the_bucket(tmp_path, nginx, s3):
+    """The store a bucket (moto's S3, signatures checked): the master uploads its folder when it exits and reads
+    the baseline pinned in the bucket; `loadtest history --store s3://...` copies the runs and pins there."""
+    endpoint, credentials = s3
+    aws = {"AWS_ACCESS_KEY_ID": credentials.access_key, "AWS_SECRET_ACCESS_KEY": credentials.secret_key}
+    pod = {**aws, "LOADTEST_RESULTS_S3_URL": f"s3://{S3_BUCKET}/nightly", "LOADTEST_RESULTS_S3_ENDPOINT": endpoint}
+    scratch = tmp_path / "scratch"
+    code, log = pod_run(scratch, "lt-locust-master-29000101", nginx.url, users=8, wait_s=0.01, env=pod)
+    assert code == checks.PASSED, log[-3000:]
+    assert f"results uploaded to s3://{S3_BUCKET}/nightly/lt-locust-master-29000101" in log
+
+    # The CLI as a user runs it, in a folder of their own (where the bucket's copy goes), this checkout's package.
+    cli = {**os.environ, **aws, "AWS_ENDPOINT_URL_S3": endpoint, "PYTHONPATH": str(paths.HOME)}
+    url = f"s3://{S3_BUCKET}/nightly"
+    pinned = subprocess.run([sys.executable, "-m", "loadtest", "history", "--store", url, "--baseline",
+                             "lt-locust-master-29000101"], capture_output=True, text=True, timeout=60, env=cli,
+                            cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+    code, log = pod_run(scratch, "lt-locust-master-29000102", nginx.url, users=2, wait_s=0.01, env=pod)
+    assert code == checks.CHECK_FAILED, log[-3000:]
+    assert "REGRESSION against baseline lt-locust-master-29000101" in log
+
+    listed = subprocess.run([sys.executable, "-m", "loadtest", "history", "--store", url], capture_output=True,
+                            text=True, timeout=60, env=cli, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    copy = tmp_path / f"history-{S3_BUCKET}"
+    for run in ("lt-locust-master-29000101", "lt-locust-master-29000102"):
+        assert run in listed.stdout and (copy / run / "report.html").is_file()
+    assert "REGRESSED" in listed.stdout and (copy / "history.html").is_file()

@@ -13,6 +13,8 @@ at least LOADTEST_LATE_STARTS of the requests late for want of CPU.
 """
 from __future__ import annotations
 
+import atexit
+import json
 import logging
 import os
 import socket
@@ -24,6 +26,7 @@ from locust.runners import CPU_MONITOR_INTERVAL, STATE_RUNNING, MasterRunner
 import loadtest_arrival
 import loadtest_checks
 import loadtest_results as results
+import loadtest_s3
 from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries the CPU limit
 
 CHECKS_ENV = "LOADTEST_CHECKS"
@@ -34,6 +37,11 @@ LATE_STARTS_ENV = "LOADTEST_LATE_STARTS"
 # the run's folder: <store>/<run>, where Locust writes its CSV, JSON and HTML report too.
 RESULTS_DIR_ENV = "LOADTEST_RESULTS_DIR"
 RUN_NAME_ENV = "LOADTEST_RUN_NAME"
+# With a bucket as the store, <store> is a scratch folder; the run's folder is uploaded when the master exits, after
+# Locust wrote its last files, and the baseline is read from the bucket.
+S3_URL_ENV = "LOADTEST_RESULTS_S3_URL"
+S3_ENDPOINT_ENV = "LOADTEST_RESULTS_S3_ENDPOINT"
+S3_REGION_ENV = "LOADTEST_RESULTS_S3_REGION"
 CRASHED = "the master ended before the run did (it crashed, or was stopped)"
 NOT_GENERATOR_BOUND = "not generator-bound"  # what a pod can say: the target's CPU is Prometheus' to judge
 
@@ -80,6 +88,41 @@ def results_folder() -> str | None:
     return folder
 
 
+def bucket():
+    """The S3 store the chart names, or None."""
+    url = os.environ.get(S3_URL_ENV)
+    return loadtest_s3.from_url(url, os.environ.get(S3_ENDPOINT_ENV), os.environ.get(S3_REGION_ENV)) if url else None
+
+
+def baseline_of(store) -> tuple[str, dict] | None:
+    """The pinned baseline (its name and result.json) in the bucket, or on the mounted store."""
+    if store is None:
+        return results.read_baseline(os.environ[RESULTS_DIR_ENV])
+    prefix = f"{store.prefix}/" if store.prefix else ""
+    try:
+        name = store.get(f"{prefix}{results.BASELINE}").decode().strip()
+        return (name, json.loads(store.get(store.run_key(name, results.RESULT)))) if name else None
+    except loadtest_s3.S3Error as e:
+        if e.code == "NoSuchKey":
+            return None
+        raise
+
+
+def upload_at_exit(store, folder: str) -> None:
+    """Upload the run's folder once Locust has written its last file (after its quitting and quit events); a
+    failed upload fails the run: its results are nowhere else."""
+    def upload():
+        try:
+            keys = store.upload_folder(folder, os.path.basename(folder))
+            logger.info("results uploaded to %s/%s (%d objects)", store.url, os.path.basename(folder), len(keys))
+        except (loadtest_s3.S3Error, OSError, ValueError) as e:
+            logger.error("results NOT uploaded to %s: %s", store.url, e)
+            logging.shutdown()
+            os._exit(loadtest_checks.RUN_FAILED)
+
+    atexit.register(upload)
+
+
 def conditions(environment) -> dict[str, str]:
     """What ran, as far as the master knows it."""
     options = environment.parsed_options
@@ -120,6 +163,13 @@ def _register(environment, **_):
     cpu = WorkerCpu(environment.runner)
     environment.events.worker_report.add_listener(cpu.add)
     started, steady, folder = time.time(), [None, None], results_folder()
+    try:
+        store = bucket() if folder else None
+    except (ValueError, loadtest_s3.S3Error) as e:
+        logger.error("%s: %s", S3_URL_ENV, e)
+        raise SystemExit(loadtest_checks.BAD_INPUT) from None
+    if store is not None:
+        upload_at_exit(store, folder)
     if folder:
         # Until the run ends, its folder says it did not: a master that crashes leaves it marked incomplete, beside
         # the CSV files Locust has been writing.
@@ -161,7 +211,10 @@ def _register(environment, **_):
                 window={"start": steady[0], "end": steady[1] or time.time(),
                         "seconds": round((steady[1] or time.time()) - steady[0], 1) if steady[0] else 0.0},
                 judged="every user running, before the stop (Locust reset its statistics when the last user started)")
-            report.baseline = results.hold_to(results.read_baseline(os.environ[RESULTS_DIR_ENV]), report.to_json())
+            try:
+                report.baseline = results.hold_to(baseline_of(store), report.to_json())
+            except loadtest_s3.S3Error as e:
+                logger.error("the baseline could not be read from %s: %s", store.url, e)
             if report.baseline:
                 logger.info("%s", report.baseline.describe())
             results.write(report, folder)
