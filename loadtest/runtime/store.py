@@ -162,11 +162,7 @@ def of_release(release: Release) -> PvcRuns | S3Runs:
     store = kept.get("store", "none")
     if store == "pvc":
         claim = kept.get("pvc", {}).get("existingClaim") or release.labelled("pvc", "locust-results")["metadata"]["name"]
-        image = locust.get("image", {})
-        reference = f"{image.get('repository')}:{image.get('tag')}"
-        if image.get("digest"):
-            reference += f"@{image['digest']}"
-        return PvcRuns(release, claim, reference)
+        return PvcRuns(release, claim, master_image(release))
     if store == "s3":
         config = kept.get("s3", {})
         credentials = None
@@ -179,6 +175,18 @@ def of_release(release: Release) -> PvcRuns | S3Runs:
             raise UsageError(f"release {release.name}'s bucket: {e}") from None
     raise UsageError(f"release {release.name} keeps no results (locust.results.store is {store!r}): set "
                      "locust.results.store=pvc or s3 with locust.mode=run")
+
+
+def master_image(release: Release) -> str:
+    """The image the release's master runs (packages baked in or not): the reader pod runs it too, so it is on the
+    node already and holds tar."""
+    found = json.loads(release.kubectl("get", "cronjob,job,deployment", "-o", "json", "-l",
+                                       f"app.kubernetes.io/instance={release.name},"
+                                       "app.kubernetes.io/component=locust-master"))["items"]
+    for obj in found:
+        spec = obj["spec"]["jobTemplate"]["spec"] if obj["kind"] == "CronJob" else obj["spec"]
+        return spec["template"]["spec"]["containers"][0]["image"]
+    raise StoreError(f"release {release.name} has no Locust master in namespace {release.namespace}")
 
 
 def _secret_credentials(release: Release, secret: str):

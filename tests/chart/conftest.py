@@ -57,6 +57,8 @@ class Rendered:
                 specs.append((f"Pod/{d['metadata']['name']}", spec))
             elif "template" in spec:
                 specs.append((f"{d['kind']}/{d['metadata']['name']}", spec["template"]["spec"]))
+            elif "jobTemplate" in spec:
+                specs.append((f"{d['kind']}/{d['metadata']['name']}", spec["jobTemplate"]["spec"]["template"]["spec"]))
         return specs
 
 

@@ -175,7 +175,8 @@ def test_rbac_is_least_privilege(helm):
             {"apiGroups": [""], "resources": ["nodes/metrics"], "verbs": ["get"]}],
         f"loadtest-{RELEASE}-kube-state-metrics": [
             {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
-            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "watch"]}],
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list", "watch"]}],
     }
     roles = {d["metadata"]["namespace"]: d["rules"] for d in rendered.of_kind("Role")}
     assert roles == {ns: [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}]

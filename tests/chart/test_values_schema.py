@@ -67,6 +67,26 @@ BAD = {
     "network-policy-not-boolean": (["--set", "networkPolicy.enabled=yes"], "loadtest", "networkPolicy.enabled"),
     "network-policy-peer-unknown-key": (["--set", "networkPolicy.metricsFrom[0].pods=all"], "loadtest",
                                         "Additional property pods"),
+    # Issue #29: the schedule and the results store.
+    "schedule-cron-four-fields": (["--set", "locust.schedule.cron=0 2 * *"], "locust", "schedule.cron"),
+    "schedule-cron-six-fields": (["--set", "locust.schedule.cron=0 0 2 * * *"], "locust", "schedule.cron"),
+    "schedule-cron-time-zone-inside": (["--set", "locust.schedule.cron=TZ=UTC 0 2 * * *"], "locust", "schedule.cron"),
+    "schedule-cron-unknown-macro": (["--set", "locust.schedule.cron=@fortnightly"], "locust", "schedule.cron"),
+    "schedule-time-zone-words": (["--set", "locust.schedule.timeZone=Paris time"], "locust", "schedule.timeZone"),
+    "schedule-history-zero": (["--set", "locust.schedule.historyLimit=0"], "locust", "schedule.historyLimit"),
+    "schedule-deadline-below-10s": (["--set", "locust.schedule.startingDeadlineSeconds=5"], "locust",
+                                    "schedule.startingDeadlineSeconds"),
+    "results-store-unknown": (["--set", "locust.results.store=disk"], "locust", "results.store"),
+    "results-size-lots": (["--set", "locust.results.pvc.size=lots"], "locust", "results.pvc.size"),
+    "results-claim-name-bad": (["--set", "locust.results.pvc.existingClaim=My_Claim"], "locust",
+                               "results.pvc.existingClaim"),
+    "results-endpoint-no-scheme": (["--set", "locust.results.s3.endpoint=minio:9000"], "locust", "results.s3.endpoint"),
+    "results-endpoint-with-path": (["--set", "locust.results.s3.endpoint=https://s3.example.com/runs"], "locust",
+                                   "results.s3.endpoint"),
+    "results-bucket-upper-case": (["--set", "locust.results.s3.bucket=Load_Runs"], "locust", "results.s3.bucket"),
+    "results-prefix-leading-slash": (["--set", "locust.results.s3.prefix=/runs"], "locust", "results.s3.prefix"),
+    "results-inline-credentials": (["--set", "locust.results.s3.accessKey=AKIA"], "locust",
+                                   "Additional property accessKey"),
 }
 
 GOOD = {
@@ -95,6 +115,17 @@ GOOD = {
         "--set", r"locust.master.service.annotations.service\.beta\.kubernetes\.io/aws-load-balancer-scheme=internal"],
     "web-auth-off-behind-port-forward": ["--set", "locust.webAuth.enabled=false"],
     "no-network-policies": ["--set", "networkPolicy.enabled=false"],
+    "schedule-hourly": ["--set", "locust.mode=run", "--set", "locust.autostart.runTime=5m",
+                        "--set", "locust.schedule.cron=@hourly"],
+    "schedule-working-hours-in-a-time-zone": ["--set", "locust.mode=run", "--set", "locust.autostart.runTime=5m",
+                                              "--set", "locust.schedule.cron=*/15 9-17 * * MON-FRI",
+                                              "--set", "locust.schedule.timeZone=America/Argentina/Buenos_Aires"],
+    "results-in-a-bucket": ["--set", "locust.mode=run", "--set", "locust.autostart.runTime=5m",
+                            "--set", "locust.results.store=s3",
+                            "--set", "locust.results.s3.endpoint=https://s3.eu-west-1.amazonaws.com",
+                            "--set", "locust.results.s3.bucket=load.runs-2025",
+                            "--set", "locust.results.s3.prefix=team/nightly",
+                            "--set", "locust.results.s3.existingSecret=runs-bucket"],
 }
 
 

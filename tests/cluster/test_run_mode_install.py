@@ -17,6 +17,8 @@ def test_a_judged_run_installs_restricted_and_its_jobs_complete(cluster, node_gr
     helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file),
          "--set", "locust.mode=run", "--set", "locust.autostart.runTime=1m",
          "--set-json", 'locust.checks=["p95<200ms", "fail_ratio<1%"]',
+         # No volume provisioner here, so no results claim (test_schedule_cluster.py binds one to a volume it makes).
+         "--set", "locust.results.store=none",
          "--wait", "--wait-for-jobs", "--timeout", "120s")
     jobs = {j["metadata"]["name"]: j for j in
             cluster.api_get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]}

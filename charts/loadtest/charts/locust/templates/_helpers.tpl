@@ -188,3 +188,96 @@ The volumes behind locust.mounts.
     defaultMode: 0440
 {{- end }}
 {{- end -}}
+
+{{/*
+Master or workers: a Deployment (modes interactive and autostart), a Job (mode run), or, with locust.schedule.cron,
+a CronJob whose jobTemplate.spec is that same Job spec, so a scheduled run is the judged run of an install. Args:
+ctx, component, spec (the Deployment's or the Job's spec, YAML at column 0).
+*/}}
+{{- define "locust.workload" -}}
+{{- $values := .ctx.Values }}
+{{- $run := eq $values.mode "run" }}
+{{- $name := include "common.fullname" (dict "ctx" .ctx "component" .component) }}
+{{- $labels := include "common.labels" (dict "ctx" .ctx "component" .component) }}
+{{- $schedule := $values.schedule }}
+{{- if and $run $schedule.cron }}
+{{- /* The Job controller names each run <cronjob>-<scheduled minute>: 11 characters more, within a label's 63. */}}
+{{- if gt (len $name) 52 }}
+{{- fail (printf "locust.schedule.cron: the CronJob %s has %d characters, and Kubernetes takes 52 at most (each run's Job adds 11 to the name); install with a release name of at most %d characters" $name (len $name) (sub 52 (sub (len $name) (len .ctx.Release.Name)))) }}
+{{- end }}
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  schedule: {{ $schedule.cron | quote }}
+  {{- with $schedule.timeZone }}
+  timeZone: {{ . | quote }}
+  {{- end }}
+  {{- /* A run still going when the next is due: the next does not start (the controller records an event,
+  JobAlreadyActive) and is skipped unless the running one ends within startingDeadlineSeconds of its time. */}}
+  concurrencyPolicy: Forbid
+  startingDeadlineSeconds: {{ $schedule.startingDeadlineSeconds | int64 }}
+  successfulJobsHistoryLimit: {{ $schedule.historyLimit | int64 }}
+  failedJobsHistoryLimit: {{ $schedule.historyLimit | int64 }}
+  jobTemplate:
+    metadata:
+      labels:
+        {{- $labels | nindent 8 }}
+    spec:
+      {{- .spec | trim | nindent 6 }}
+{{- else }}
+apiVersion: {{ ternary "batch/v1" "apps/v1" $run }}
+kind: {{ ternary "Job" "Deployment" $run }}
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  {{- .spec | trim | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A duration of locust.autostart.runTime's or stepLoad.stepTime's form (300s, 20m, 1h30m) in seconds.
+Usage: include "locust.seconds" "1h30m"
+*/}}
+{{- define "locust.seconds" -}}
+{{- $seconds := 0 }}
+{{- $unit := dict "h" 3600 "m" 60 "s" 1 }}
+{{- range regexFindAll "[0-9]+[hms]" (toString .) -1 }}
+{{- $seconds = add $seconds (mul (regexFind "[0-9]+" . | int) (get $unit (regexFind "[hms]$" .))) }}
+{{- end }}
+{{- $seconds }}
+{{- end -}}
+
+{{/*
+activeDeadlineSeconds of a judged run's Jobs, master and workers alike: the run (the step load's steps x stepTime, else
+autostart.runTime) plus 15 minutes to start (image pull, the packages' pip install, every worker connecting) and to
+stop (the master's minute for Prometheus' last scrape, the verdict, the results' upload). A run cut there fails its
+Job with reason DeadlineExceeded, and no worker outlives it.
+*/}}
+{{- define "locust.activeDeadlineSeconds" -}}
+{{- $values := .Values }}
+{{- $run := include "locust.seconds" $values.autostart.runTime | int }}
+{{- if $values.stepLoad.enabled }}
+{{- $run = mul (include "locust.seconds" $values.stepLoad.stepTime | int) ($values.stepLoad.steps | int) }}
+{{- end }}
+{{- add $run 900 }}
+{{- end -}}
+
+{{/*
+Where a judged run keeps its results folder: "pvc" or "s3"; empty outside mode run and for store none.
+*/}}
+{{- define "locust.resultsStore" -}}
+{{- if and (eq .Values.mode "run") (ne .Values.results.store "none") }}{{ .Values.results.store }}{{ end }}
+{{- end -}}
+
+{{/*
+The claim of results.store pvc: the user's existing one, else the chart's <release>-locust-results.
+*/}}
+{{- define "locust.resultsClaim" -}}
+{{- .Values.results.pvc.existingClaim | default (include "common.fullname" (dict "ctx" . "component" "locust-results")) }}
+{{- end -}}
