@@ -1,0 +1,129 @@
+"""Issue #29 on the real node: a release whose judged run is scheduled every minute runs twice; each run's folder
+reaches the release's PersistentVolumeClaim; `loadtest history --release` lists both; with the first pinned as the
+baseline and the backend slowed between the runs, the second fails its Job (exit 1, a regression) and
+LoadTestRegression fires.
+
+The real node has no volume provisioner: the test makes the claim's PersistentVolume itself, a folder of this
+machine (the node's disk), owned by the pods' user. Each run holds 20 s of load and its master stays a minute after
+for Prometheus' last scrape, so the second run, due a minute after the first, is held back by concurrencyPolicy
+Forbid (an event says so) and starts when the first ends.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from conftest import Prometheus, install
+
+from loadtest import paths
+
+RELEASE = "lt"
+CLAIM = f"{RELEASE}-locust-results"
+RUN_S = 20
+RUN_TIMEOUT_S = 300  # a run: its minute to come, 20 s of load, a minute for the last scrape, and its Job's end
+
+
+def master_jobs(cluster, namespace: str) -> list[dict]:
+    jobs = json.loads(cluster.kubectl("get", "jobs", "-n", namespace, "-o", "json"))["items"]
+    return sorted((j for j in jobs if j["metadata"]["name"].startswith(f"{RELEASE}-locust-master-")),
+                  key=lambda j: j["metadata"]["creationTimestamp"])
+
+
+def finished(job: dict) -> str | None:
+    """"Complete" or "Failed" once the Job ended, else None."""
+    for condition in job.get("status", {}).get("conditions", []):
+        if condition["type"] in ("Complete", "Failed") and condition["status"] == "True":
+            return condition["type"]
+    return None
+
+
+def running(cluster, namespace: str, job: str) -> bool:
+    pods = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-l", f"batch.kubernetes.io/job-name={job}",
+                                      "-o", "json"))["items"]
+    return bool(pods) and all(p["status"].get("phase") == "Running" for p in pods)
+
+
+def wait_for(what: str, probe, timeout: float = RUN_TIMEOUT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(2)
+    raise AssertionError(f"not within {timeout:.0f} s: {what}")
+
+
+def loadtest_history(cluster, namespace: str, cwd, *args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "-m", "loadtest", "history", "--release", RELEASE, "--namespace", namespace,
+         "--kubeconfig", str(cluster.kubeconfig), *args], capture_output=True, text=True, timeout=300, cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(paths.HOME)}, stdin=subprocess.DEVNULL)
+    print(result.stdout, result.stderr)
+    return result
+
+
+def test_a_schedule_runs_twice_keeps_both_on_the_claim_and_flags_the_regression(cluster, namespace, helm, tmp_path):
+    store = tmp_path / "claim"
+    store.mkdir()
+    os.chown(store, 1000, 1000)  # the pods' user (fsGroup does not apply to a hostPath volume)
+    volume = f"{namespace}-results"
+    cluster.apply([{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
+                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                             "persistentVolumeReclaimPolicy": "Retain", "storageClassName": volume,
+                             "hostPath": {"path": str(store), "type": "Directory"},
+                             "claimRef": {"namespace": namespace, "name": CLAIM}}}])
+    installed = False
+    try:
+        install(helm, namespace, "--set", "locust.mode=run", "--set", f"locust.autostart.runTime={RUN_S}s",
+                "--set", "locust.schedule.cron=* * * * *", "--set", f"locust.results.pvc.storageClass={volume}",
+                "--set", "locust.checks={fail_ratio<1%}", "--set", "locust.target=backend",
+                "--set", "locust.autostart.users=10", "--set", "locust.autostart.spawnRate=10",
+                "--set", "locust.extraEnv[0].name=LOADTEST_WAIT", "--set-string", "locust.extraEnv[0].value=0.02")
+        installed = True
+        first = wait_for("the first scheduled run starts", lambda: master_jobs(cluster, namespace))[0]
+        first_name = first["metadata"]["name"]
+        # Once the first run's load is over (its figures are final), the backend is slowed to a hundredth of a core
+        # for the second: the chart's nginx, throttled by its CPU limit.
+        wait_for("the first run's master runs", lambda: running(cluster, namespace, first_name))
+        time.sleep(RUN_S + 20)
+        helm("upgrade", RELEASE, str(paths.CHART), "-n", namespace, "--reuse-values",
+             "--set", "backend.resources.requests.cpu=10m", "--set", "backend.resources.limits.cpu=10m")
+        assert wait_for("the first run ends", lambda: finished(master_jobs(cluster, namespace)[0])) == "Complete"
+        pinned = loadtest_history(cluster, namespace, tmp_path, "--baseline", first_name)
+        assert pinned.returncode == 0 and f"baseline: {first_name}" in pinned.stdout
+
+        second = wait_for("a second run", lambda: [j for j in master_jobs(cluster, namespace)
+                                                   if j["metadata"]["name"] != first_name])[0]
+        second_name = second["metadata"]["name"]
+        ended = wait_for("the second run ends", lambda: finished(next(
+            j for j in master_jobs(cluster, namespace) if j["metadata"]["name"] == second_name)))
+        assert ended == "Failed", "the slowed backend's run passed"
+        events = cluster.kubectl("get", "events", "-n", namespace, "--field-selector",
+                                 f"involvedObject.name={RELEASE}-locust-master", "-o", "json")
+        assert "JobAlreadyActive" in events  # the minute the first run still held
+
+        # Both folders on the claim, as the masters wrote them.
+        for name in (first_name, second_name):
+            assert {"result.json", "checks.xml", "summary.md", "report.html", "stats.json"} <= {
+                p.name for p in (store / name).iterdir()}, name
+        second_result = json.loads((store / second_name / "result.json").read_text())
+        assert second_result["exit_code"] == 1 and second_result["baseline"]["regressed"], second_result["meaning"]
+
+        listed = loadtest_history(cluster, namespace, tmp_path)
+        assert listed.returncode == 0
+        assert first_name in listed.stdout and second_name in listed.stdout and "REGRESSED" in listed.stdout
+        assert (tmp_path / f"history-{RELEASE}" / "history.html").is_file()
+        sizes = {name: sum(p.stat().st_size for p in (store / name).iterdir()) for name in (first_name, second_name)}
+        print(f"runs on the claim: {sizes} bytes; {second_result['meaning']}")
+
+        alert = Prometheus(cluster, namespace).wait(
+            f'ALERTS{{alertname="LoadTestRegression",alertstate="firing",release="{RELEASE}"}}',
+            lambda v: v == 1, timeout=180)
+        assert alert == 1
+    finally:
+        if installed:
+            helm("uninstall", RELEASE, "-n", namespace, "--wait")
+        cluster.kubectl("delete", "pv", volume, "--wait=false", "--ignore-not-found")
