@@ -110,13 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if target is not None:
             stop(target.proc)
+    shutil.rmtree(workdir, ignore_errors=True)  # kept when a step failed: its Locust log says why
     print(f"vegeta {vegeta.version()} on 1 core (-cpus 1, as fast as it goes): {reference.achieved_rps:,.0f} requests/s")
     if best is None:
         print("Locust held none of the rates asked: start lower (--rates)")
         return 0
     print(f"Locust open model held {best.offered:,.0f} requests/s on 1 core (< 1 % late starts): "
           f"{best.offered / reference.achieved_rps:.2f} of vegeta's per-core rate")
-    shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 

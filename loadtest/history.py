@@ -120,9 +120,10 @@ def table(known: list[Run], pinned: str | None) -> list[str]:
     return lines
 
 
-def html_page(store: Path, known: list[Run], pinned: str | None) -> str:
+def html_page(store: Path, known: list[Run], pinned: str | None, against: dict[str, str] | None = None) -> str:
     """One self-contained page: each figure's trend over the runs (red rings: generator-bound runs; the dashed line:
-    the baseline), and the runs with links to their own reports."""
+    the baseline), and the runs with links to their own reports and, in `against`, each one against the baseline."""
+    against = against or {}
     xs = list(range(1, len(known) + 1))
     marked = [r.generator_bound for r in known]
     at = next((i + 1 for i, r in enumerate(known) if r.folder == pinned), None)
@@ -142,10 +143,11 @@ def html_page(store: Path, known: list[Run], pinned: str | None) -> str:
         f"<td>{r.when}</td><td>{html.escape(r.scenario)}</td><td>{_cell(r.rps, ',.0f')}</td>"
         f"<td>{_cell(r.p95_ms, 'g')}</td><td>{_cell(r.fail_ratio, '.2%')}</td><td>{html.escape(r.verdict or '-')}</td>"
         f"<td>{r.checks_passed} passed, {r.checks_failed} failed</td><td>{'' if r.complete else 'incomplete'}</td>"
+        f"<td>{html.escape(against.get(r.folder, ''))}</td>"
         f"<td>{link(r, 'report.html', 'Locust report')} {link(r, SUMMARY, 'summary')}</td></tr>"
         for n, r in enumerate(known, 1))
     head = ("<th>#</th><th>run</th><th>time</th><th>scenario</th><th>RPS</th><th>p95 ms</th><th>failures</th>"
-            "<th>verdict</th><th>checks</th><th></th><th>reports</th>")
+            "<th>verdict</th><th>checks</th><th></th><th>vs baseline</th><th>reports</th>")
     base = f"run {at}, {html.escape(pinned)}" if at else "none pinned (`loadtest history --baseline RUN`)"
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Load test history</title>

@@ -66,10 +66,11 @@ def run(args) -> int:
         raise UsageError(f"{copied[1].where if copied else f'--store {where}'}: no run folders (with a result.json) "
                          "in it yet; `loadtest run`, or the release's scheduled runs, add them")
     lines = history.table(known, pinned)
+    against = {r.folder: vs_baseline(where, r, pinned) for r in known}
     print(lines[0] + "  vs baseline")
     for run_, line in zip(known, lines[1:]):
-        print(f"{line}  {vs_baseline(where, run_, pinned)}".rstrip())
-    paths.write_text(out, history.html_page(where, known, pinned))
+        print(f"{line}  {against[run_.folder]}".rstrip())
+    paths.write_text(out, history.html_page(where, known, pinned, against))
     print(f"history page: {out}")
     return checks.PASSED
 

@@ -126,10 +126,11 @@ class PvcRuns:
             self.release.kubectl("delete", "pod", name, "--wait=false", "--ignore-not-found")
 
     def _kubectl_stdin(self, text: str, *args: str) -> bytes:
-        cmd = [tools.find("kubectl"), *args, "-n", self.release.namespace]
+        # Its own flags first: after `exec POD --`, every word is the container's command.
+        cmd = [tools.find("kubectl"), "-n", self.release.namespace]
         if self.release.kubeconfig:
             cmd += ["--kubeconfig", str(self.release.kubeconfig)]
-        out = subprocess.run(cmd, input=text.encode(), capture_output=True, timeout=120)
+        out = subprocess.run([*cmd, *args], input=text.encode(), capture_output=True, timeout=120)
         if out.returncode != 0:
             raise StoreError(f"kubectl {' '.join(args[:2])} failed: {out.stderr.decode().strip()}")
         return out.stdout

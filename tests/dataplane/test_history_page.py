@@ -53,6 +53,7 @@ def test_history_lists_the_runs_and_the_page_opens_with_its_trends(store, tmp_pa
         browser.get((runs / "history.html").as_uri())
         text = page_text(browser)
         assert "2 run(s). Baseline: run 1, 1-baseline" in text, text[:2000]
+        assert "REGRESSED" in text
         plots = browser.find_elements(By.CSS_SELECTOR, "svg")
         assert len(plots) == 3 and all(p.size["width"] > 100 for p in plots)
         assert len(browser.find_elements(By.CSS_SELECTOR, "svg polyline")) == 3

@@ -53,6 +53,7 @@ def test_the_table_and_the_page_show_every_run_and_the_baseline(store):
     known = history.runs(store)
     lines = history.table(known, "a-first")
     assert len(lines) == 5 and "(baseline)" in lines[1] and "(incomplete)" in lines[4]
-    page = history.html_page(store, known, "a-first")
+    page = history.html_page(store, known, "a-first", {"b-second": "REGRESSED"})
     assert page.count("<svg") == 3 and "baseline</text>" in page
+    assert "<th>vs baseline</th>" in page and "<td>REGRESSED</td>" in page
     assert 'href="a-first/summary.md"' in page and "Baseline: run 1, a-first" in page
