@@ -11,15 +11,13 @@ steady samples in it.
 from __future__ import annotations
 
 import contextlib
-import csv
 import math
-import string
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import paths, verdict
+from .. import paths, runresult, verdict
 from ..locuststats import PerSecond
 from ..errors import RunFailed, UsageError
 from .locustweb import LocustWeb, LocustWebError
@@ -37,19 +35,6 @@ REPORT_INTERVAL_S = 4  # a worker reports every 3 s: wait that long after stoppi
 LOCUST_FILES = {"report.html": "/stats/report?download=1", "stats_stats.csv": "/stats/requests/csv",
                 "stats_failures.csv": "/stats/failures/csv", "stats_exceptions.csv": "/exceptions/csv",
                 "stats.json": "/loadtest/stats.json"}
-# The run's series (series.csv), one column per query of the release's Prometheus ($sel: the release's series,
-# $r: the rate window).
-SERIES = {
-    "users": "sum(locust_users{$sel})",
-    "rps": "sum(rate(locust_requests_total{$sel}[$r]))",
-    "fail_ratio": "sum(rate(locust_request_failures_total{$sel}[$r])) / sum(rate(locust_requests_total{$sel}[$r]))",
-    "p50_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.5"})',
-    "p95_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.95"})',
-    "p99_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.99"})',
-    "worker_cpu_max": "max(loadtest:worker_cpu_saturation:ratio{$sel})",
-    "worker_throttling_max": "max(loadtest:worker_cpu_throttling:ratio{$sel})",
-    "target_cpu_ratio": "max(loadtest:target_cpu_saturation:ratio{$sel})",
-}
 
 
 @dataclass
@@ -156,26 +141,16 @@ def _collect_locust_files(web: LocustWeb, out: Path) -> list[str]:
 
 
 def _collect_series(prometheus: Prometheus, release: str, start: float, end: float, out: Path) -> list[str]:
-    """series.csv: every SERIES column at each scrape from start to end (empty where Prometheus has no value)."""
+    """series.csv: every column of the results' SERIES (the judged master's too) at each scrape from start to end."""
     try:
         step = prometheus.scrape_interval_s()
         time.sleep(2 * step)  # the run's last scrape reaches the query API
-        where = {"sel": f'release="{release}"', "r": f"{max(4 * step, 30):g}s"}
-        columns = {name: dict(prometheus.query_range(string.Template(expr).substitute(where), start, end, step))
-                   for name, expr in SERIES.items()}
+        columns = {name: dict(prometheus.query_range(expr, start, end, step))
+                   for name, expr in runresult.files.series_queries(release, step).items()}
     except PrometheusError as e:
         return [f"series.csv not collected: {e}"]
-    times = sorted({t for column in columns.values() for t in column})
-    with (out / "series.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(("time", *SERIES))
-        for t in times:
-            writer.writerow((f"{t:.3f}", *(_cell(columns[name].get(t)) for name in SERIES)))
+    (out / runresult.files.SERIES_CSV).write_text(runresult.files.series_csv(columns))
     return []
-
-
-def _cell(value: float | None) -> str:
-    return "" if value is None or value != value else f"{value:.6g}"
 
 
 def _verdict(prometheus: Prometheus, release: str, steady_from: float,

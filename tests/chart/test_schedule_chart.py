@@ -237,3 +237,19 @@ def test_cronjob_names_past_52_characters_are_refused_with_the_longest_release_t
     assert "install with a release name of at most 38 characters" in refused.stderr
     # Unscheduled, the same release name makes its Jobs.
     assert helm.run("template", too_long, str(paths.CHART), *RUN).returncode == 0
+
+
+def test_with_the_in_chart_prometheus_the_master_is_told_where_to_read_its_series(helm):
+    monitored = ("--set", "monitoring.enabled=true", "--set", "monitoring.prometheus.scrapeInterval=5s")
+    rendered = helm.render(None, *RUN, *monitored)
+    endpoint = rendered.get("ConfigMap", "lt-prometheus-endpoint")["data"]
+    assert endpoint == {"LOADTEST_PROMETHEUS_URL": "http://lt-prometheus:9090", "LOADTEST_SCRAPE_INTERVAL_S": "5"}
+    container = master(rendered)
+    assert {"configMapRef": {"name": "lt-prometheus-endpoint", "optional": True}} in container["envFrom"]
+    assert env(container)["LOADTEST_RELEASE"] == "lt"
+    # Prometheus admits the master's queries, beside Grafana's.
+    (rule,) = rendered.get("NetworkPolicy", "lt-prometheus")["spec"]["ingress"]
+    assert {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "lt",
+                                            "app.kubernetes.io/component": "locust-master"}}} in rule["from"]
+    # No in-chart Prometheus: no ConfigMap, and the optional reference is harmless.
+    assert "lt-prometheus-endpoint" not in [c["metadata"]["name"] for c in helm.render(None, *RUN).of_kind("ConfigMap")]

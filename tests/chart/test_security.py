@@ -86,7 +86,7 @@ def test_every_release_pod_denies_ingress_but_what_a_test_needs(helm):
     assert haproxy == {"http": {"locust-worker", "test-locust"}, "metrics": {"prometheus"}}
     backend = {rule["ports"][0]["port"]: peers(rule) for rule in found[f"{RELEASE}-backend"]["ingress"]}
     assert backend["http"] == {"locust-worker", "test-locust", "test-backend", "nginx-ingress", "haproxy"}
-    assert peers(found[f"{RELEASE}-prometheus"]["ingress"][0]) == {"grafana"}
+    assert peers(found[f"{RELEASE}-prometheus"]["ingress"][0]) == {"grafana", "locust-master"}  # a run's series.csv
     assert peers(found[f"{RELEASE}-kube-state-metrics"]["ingress"][0]) == {"prometheus"}
     assert f"{RELEASE}-grafana" not in found  # port-forward only
 

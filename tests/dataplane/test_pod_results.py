@@ -13,9 +13,15 @@ import time
 
 from conftest import S3_BUCKET
 
-from loadtest import checks, paths, scenarios, verdict
+import csv
+
+import yaml
+
+from loadtest import checks, paths, runresult, scenarios, verdict
+from loadtest.runtime import sweep_local
 from loadtest.runtime.locust import RESET_STATS_ENV, Locust
-from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
+from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes, free_port
+from loadtest.runtime.tools import find as find_tool
 
 
 def pod_run(store, run, url, users, wait_s, run_time_s=6, kill_after_s=None, env=None):
@@ -112,3 +118,26 @@ def test_with_a_bucket_the_master_uploads_its_folder_and_history_reads_the_bucke
     for run in ("lt-locust-master-29000101", "lt-locust-master-29000102"):
         assert run in listed.stdout and (copy / run / "report.html").is_file()
     assert "REGRESSED" in listed.stdout and (copy / "history.html").is_file()
+
+
+def test_the_master_writes_the_runs_series_from_the_releases_prometheus(tmp_path, nginx):
+    """What the chart's ConfigMap tells a judged master (the in-chart Prometheus, its scrape interval) and the
+    release's name make its series.csv: the same columns `loadtest run --release` collects, from a real Prometheus
+    that scrapes the master as the chart's does."""
+    metrics, port = free_port(), free_port()
+    with Processes(tmp_path / "prometheus") as procs:
+        config = sweep_local.prometheus_config("lt", [sweep_local.ScrapeJob(
+            "locust", f"http://127.0.0.1:{metrics}/metrics", "locust-master", "generator")])
+        (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+        procs.start("prometheus", [find_tool("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}",
+                                   f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"])
+        procs.wait_http("prometheus", f"http://127.0.0.1:{port}/-/ready")
+        code, log = pod_run(tmp_path / "results", "lt-locust-master-29000301", nginx.url, users=8, wait_s=0.01,
+                            run_time_s=10, env={"LOADTEST_METRICS_PORT": str(metrics), "LOADTEST_RELEASE": "lt",
+                                                "LOADTEST_PROMETHEUS_URL": f"http://127.0.0.1:{port}",
+                                                "LOADTEST_SCRAPE_INTERVAL_S": f"{sweep_local.SCRAPE_S}"})
+    assert code == checks.PASSED, log[-3000:]
+    with open(tmp_path / "results" / "lt-locust-master-29000301" / runresult.files.SERIES_CSV) as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["time", *runresult.files.SERIES]
+    assert max(float(r["rps"] or 0) for r in rows) > 100 and max(float(r["users"] or 0) for r in rows) == 8, rows

@@ -107,7 +107,7 @@ def test_a_schedule_runs_twice_keeps_both_on_the_claim_and_flags_the_regression(
 
         # Both folders on the claim, as the masters wrote them.
         for name in (first_name, second_name):
-            assert {"result.json", "checks.xml", "summary.md", "report.html", "stats.json"} <= {
+            assert {"result.json", "checks.xml", "summary.md", "report.html", "stats.json", "series.csv"} <= {
                 p.name for p in (store / name).iterdir()}, name
         second_result = json.loads((store / second_name / "result.json").read_text())
         assert second_result["exit_code"] == 1 and second_result["baseline"]["regressed"], second_result["meaning"]

@@ -42,6 +42,11 @@ RUN_NAME_ENV = "LOADTEST_RUN_NAME"
 S3_URL_ENV = "LOADTEST_RESULTS_S3_URL"
 S3_ENDPOINT_ENV = "LOADTEST_RESULTS_S3_ENDPOINT"
 S3_REGION_ENV = "LOADTEST_RESULTS_S3_REGION"
+# The release's Prometheus and its scrape interval: the master writes the run's series.csv from it, as `loadtest run
+# --release` does, and the release's name selects the series.
+PROMETHEUS_URL_ENV = "LOADTEST_PROMETHEUS_URL"
+SCRAPE_INTERVAL_ENV = "LOADTEST_SCRAPE_INTERVAL_S"
+RELEASE_ENV = "LOADTEST_RELEASE"
 CRASHED = "the master ended before the run did (it crashed, or was stopped)"
 NOT_GENERATOR_BOUND = "not generator-bound"  # what a pod can say: the target's CPU is Prometheus' to judge
 
@@ -121,6 +126,21 @@ def upload_at_exit(store, folder: str) -> None:
             os._exit(loadtest_checks.RUN_FAILED)
 
     atexit.register(upload)
+
+
+def write_series(folder: str, start: float, end: float) -> None:
+    """series.csv of the run from the release's Prometheus, when the chart names it; a failure is logged, the run
+    judged all the same."""
+    prometheus = os.environ.get(PROMETHEUS_URL_ENV)
+    if not prometheus:
+        return
+    step = float(os.environ.get(SCRAPE_INTERVAL_ENV, "15"))
+    try:
+        columns = {name: results.query_range(prometheus, expr, start, end, step)
+                   for name, expr in results.series_queries(os.environ.get(RELEASE_ENV, ""), step).items()}
+        results.replace_file(os.path.join(folder, results.SERIES_CSV), results.series_csv(columns))
+    except (OSError, ValueError, KeyError) as e:
+        logger.warning("series.csv not written: %s: %s", prometheus, e)
 
 
 def conditions(environment) -> dict[str, str]:
@@ -204,6 +224,7 @@ def _register(environment, **_):
             logger.info("busiest worker at %.0f%% of its CPU ceiling on average, saturated in %.0f%% of the steady "
                         "window%s", busiest * 100, hot * 100, " (generator-bound)" if bound else "")
         if folder:
+            write_series(folder, started, time.time())
             report = results.RunReport(
                 conditions(environment), started, time.time(), figures, outcomes,
                 verdict=results.Verdict(results.GENERATOR_BOUND if bound else NOT_GENERATOR_BOUND, why(busiest, hot, bound)),

@@ -12,15 +12,20 @@ check (exit 1).
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
+import string
 import time
+import urllib.parse
+import urllib.request
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 
 import loadtest_checks as checks
 
-RESULT, JUNIT, SUMMARY = "result.json", "checks.xml", "summary.md"
+RESULT, JUNIT, SUMMARY, SERIES_CSV = "result.json", "checks.xml", "summary.md", "series.csv"
 BASELINE = "baseline"
 VALIDITY_CASE = "measurement is the target's: the generator was not the limit"
 GENERATOR_BOUND = "generator-bound"  # loadtest.verdict's kind of a run the generator limited
@@ -279,3 +284,48 @@ def hold_to(baseline: tuple[str, dict] | None, current: dict, limits: Limits = D
         return BaselineOutcome(name, [], f"{e}")
     return BaselineOutcome(name, figures, invalid)
 
+
+
+# The run's series (series.csv), one column per query of the release's Prometheus ($sel: the release's series,
+# $r: the rate window): what `loadtest run --release` collects through a port-forward, and the master of a judged
+# run in its pod.
+SERIES = {
+    "users": "sum(locust_users{$sel})",
+    "rps": "sum(rate(locust_requests_total{$sel}[$r]))",
+    "fail_ratio": "sum(rate(locust_request_failures_total{$sel}[$r])) / sum(rate(locust_requests_total{$sel}[$r]))",
+    "p50_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.5"})',
+    "p95_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.95"})',
+    "p99_ms": '1000 * max(locust_aggregated_response_time_seconds{$sel, quantile="0.99"})',
+    "worker_cpu_max": "max(loadtest:worker_cpu_saturation:ratio{$sel})",
+    "worker_throttling_max": "max(loadtest:worker_cpu_throttling:ratio{$sel})",
+    "target_cpu_ratio": "max(loadtest:target_cpu_saturation:ratio{$sel})",
+}
+
+
+def series_queries(release: str, scrape_interval_s: float) -> dict[str, str]:
+    """SERIES for one release, with a rate window of at least 4 scrapes (and 30 s)."""
+    where = {"sel": f'release="{release}"', "r": f"{max(4 * scrape_interval_s, 30):g}s"}
+    return {name: string.Template(expr).substitute(where) for name, expr in SERIES.items()}
+
+
+def series_csv(columns: dict[str, dict[float, float]]) -> str:
+    """series.csv: every SERIES column at each time any has a value (empty where one has none)."""
+    def cell(value):
+        return "" if value is None or value != value else f"{value:.6g}"
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(("time", *SERIES))
+    for t in sorted({t for column in columns.values() for t in column}):
+        writer.writerow((f"{t:.3f}", *(cell(columns.get(name, {}).get(t)) for name in SERIES)))
+    return out.getvalue()
+
+
+def query_range(prometheus: str, expr: str, start: float, end: float, step_s: float, timeout_s: float = 30) -> dict:
+    """{time: value} of a query that returns at most one series, from Prometheus' HTTP API."""
+    query = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"})
+    with urllib.request.urlopen(f"{prometheus.rstrip('/')}/api/v1/query_range?{query}", timeout=timeout_s) as answer:
+        result = json.load(answer)["data"]["result"]
+    if len(result) > 1:
+        raise ValueError(f"{expr} returned {len(result)} series, not one")
+    return {float(t): float(v) for t, v in result[0]["values"]} if result else {}
