@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import html
 import json
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,8 @@ class Run:
             return "it is incomplete"
         if self.generator_bound:
             return "it was generator-bound: its RPS is the generator's ceiling"
+        if not self.rps:
+            return "it sent no request: there is no RPS to hold later runs to"
         return None
 
 
@@ -111,10 +114,12 @@ def _cell(value: float | None, fmt: str) -> str:
 
 
 def table(known: list[Run], pinned: str | None) -> list[str]:
-    lines = [f"{'run':<44} {'time':<20} {'RPS':>10} {'p95 ms':>8} {'failures':>9} {'verdict':<16} checks"]
+    lines = [f"{'run':<44} {'time':<20} {'scenario':<16} {'RPS':>10} {'p95 ms':>8} {'failures':>9} {'verdict':<16} "
+             "checks"]
     for r in known:
         mark = " (baseline)" if r.folder == pinned else "" if r.complete else " (incomplete)"
-        lines.append(f"{r.folder[:44]:<44} {r.when:<20} {_cell(r.rps, ',.0f'):>10} {_cell(r.p95_ms, 'g'):>8} "
+        lines.append(f"{r.folder[:44]:<44} {r.when:<20} {r.scenario[:16] or '-':<16} {_cell(r.rps, ',.0f'):>10} "
+                     f"{_cell(r.p95_ms, 'g'):>8} "
                      f"{_cell(r.fail_ratio, '.2%'):>9} {r.verdict or '-':<16} "
                      f"{r.checks_passed} passed, {r.checks_failed} failed{mark}")
     return lines
@@ -136,7 +141,9 @@ def html_page(store: Path, known: list[Run], pinned: str | None, against: dict[s
     ]
 
     def link(r: Run, name: str, text: str) -> str:
-        return f'<a href="{html.escape(r.folder)}/{name}">{text}</a>' if (store / r.folder / name).is_file() else ""
+        # A folder name is a relative path's first part, whatever it holds (a bucket's keys are anyone's names).
+        href = html.escape(f"./{urllib.parse.quote(r.folder)}/{name}")
+        return f'<a href="{href}">{text}</a>' if (store / r.folder / name).is_file() else ""
 
     rows = "".join(
         f'<tr{" class=baseline" if r.folder == pinned else ""}><td>{n}</td><td>{html.escape(r.folder)}</td>'

@@ -51,11 +51,9 @@ def remote(args) -> tuple[Path, object] | None:
 def run(args) -> int:
     copied = remote(args)
     where = copied[0] if copied else Path(args.store)
-    if not copied and not where.is_dir():
-        raise UsageError(f"--store {where}: no such folder; `loadtest run` writes its runs to runs/ (or --output)")
+    known = history.runs(where)
     out = Path(args.output) if args.output else where / history.PAGE
     paths.check_output("--output", out, folder=False)
-    known = history.runs(where)
     if args.baseline:
         pinned = history.pin(where, args.baseline, known)
         if copied:

@@ -194,7 +194,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     env[RESET_STATS_ENV] = "true"  # master and workers alike, as Locust asks
     workdir.mkdir(parents=True, exist_ok=True)
     if arrival_rate:
-        env[ARRIVAL_RATE_ENV], env[ARRIVAL_FILE_ENV] = f"{arrival_rate:g}", str(workdir / arrival.FILE)
+        env[ARRIVAL_RATE_ENV], env[ARRIVAL_FILE_ENV] = repr(float(arrival_rate)), str(workdir / arrival.FILE)
     with Stack(workdir) as stack:
         if host is None:
             _, server = stack.target(target, tls_mode)

@@ -29,6 +29,7 @@ s3 = paths.pod_module("loadtest_s3")
 results = paths.pod_module("loadtest_results")
 
 READER_TIMEOUT_S = 120  # for the reader pod to run: an image already on the node starts in seconds
+KUBECTL_TIMEOUT_S = 300  # for one kubectl call through the reader pod: tarring a claim of many runs
 RESULTS_MOUNT = "/results"
 
 
@@ -130,7 +131,10 @@ class PvcRuns:
         cmd = [tools.find("kubectl"), "-n", self.release.namespace]
         if self.release.kubeconfig:
             cmd += ["--kubeconfig", str(self.release.kubeconfig)]
-        out = subprocess.run([*cmd, *args], input=text.encode(), capture_output=True, timeout=120)
+        try:
+            out = subprocess.run([*cmd, *args], input=text.encode(), capture_output=True, timeout=KUBECTL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise StoreError(f"kubectl {' '.join(args[:2])} did not finish in {KUBECTL_TIMEOUT_S} s") from None
         if out.returncode != 0:
             raise StoreError(f"kubectl {' '.join(args[:2])} failed: {out.stderr.decode().strip()}")
         return out.stdout
@@ -142,17 +146,23 @@ class PvcRuns:
         with self._reader() as pod:
             archive = self._exec(pod, "tar", "-C", RESULTS_MOUNT, "-cf", "-", ".")
         (into / results.BASELINE).unlink(missing_ok=True)  # the claim's, if it has one, comes with the copy
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
-            runs = sorted({Path(m.name).parts[1] for m in members if len(Path(m.name).parts) > 2})
-            for run in runs:
-                progress(f"  {run}")
-            tar.extractall(into, members=members, filter="data")
+        for run in extract(archive, into):
+            progress(f"  {run}")
         return []  # a folder on the claim is never half-uploaded: an unfinished run says so in its result.json
 
     def pin(self, run: str) -> None:
         with self._reader() as pod:
             self._exec(pod, "sh", "-c", f'printf "%s\\n" "$1" > {RESULTS_MOUNT}/{results.BASELINE}', "sh", run)
+
+
+def extract(archive: bytes, into: Path) -> list[str]:
+    """Unpack a tar of the claim (`tar -C /results -cf - .`) into `into`: its files and folders only, none outside
+    it; returns the run folders it held."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
+        tar.extractall(into, members=members, filter="data")
+    # "./<run>/<file>": pathlib drops the ".", so a run's folder is the first part of a member's path.
+    return sorted({Path(m.name).parts[0] for m in members if len(Path(m.name).parts) > 1})
 
 
 def of_release(release: Release) -> PvcRuns | S3Runs:

@@ -29,8 +29,28 @@ def test_a_new_share_keeps_the_slot_already_due_and_a_new_test_starts_afresh():
     schedule.set_rate(5)  # a worker joined: half the share
     assert schedule.take(0.0) == pytest.approx(0.1)
     assert schedule.take(0.0) == pytest.approx(0.3)
-    schedule.restart()
+    schedule.restart(7.0)  # the next test, its slots long past: start at now, not with a backlog
     assert schedule.take(7.0) == 7.0
+
+
+def test_a_rebalance_mid_run_keeps_the_slots_idle_users_already_hold():
+    schedule = loadtest_arrival.Schedule()
+    schedule.set_rate(100)
+    held = [schedule.take(1.0) for _ in range(50)]  # 50 idle users hold the next half second's slots
+    assert held[-1] == pytest.approx(1.49)
+    schedule.restart(1.0)  # a worker joined: spawning_complete again, mid-run
+    assert schedule.take(1.0) == pytest.approx(1.5)  # not 1.0 again: no slot is sent twice
+
+
+def test_a_worker_that_leaves_ends_its_series_but_the_run_keeps_its_late_starts():
+    totals = loadtest_arrival.Totals(200)
+    for worker, late in (("w0", 3), ("w1", 5)):
+        counts = loadtest_arrival.Counts()
+        counts.slots, counts.late = 100, {"users": 0, "cpu": late}
+        totals.add(worker, {loadtest_arrival.REPORT_KEY: counts.report()})
+    totals.forget({"w1"})
+    assert set(totals.slots) == set(totals.late) == {"w0"}
+    assert totals.to_json()["slots"] == 200 and totals.to_json()["late_starts"] == {"users": 0, "cpu": 8}
 
 
 @pytest.mark.parametrize("text", ["0", "-5", "nan", "inf", "fast"])

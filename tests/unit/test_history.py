@@ -23,16 +23,17 @@ def store(tmp_path):
     write_run(tmp_path, "a-first", 1000.0, 1000.0, 10.0)
     write_run(tmp_path, "c-bound", 3000.0, 500.0, 30.0, kind=verdict.GENERATOR_BOUND)
     write_run(tmp_path, "d-cut", 4000.0, 10.0, 1.0, incomplete="interrupted")
+    write_run(tmp_path, "e-idle", 5000.0, 0.0, 0.0)
     (tmp_path / "not-a-run").mkdir()
     return tmp_path
 
 
 def test_runs_are_read_oldest_first_and_other_folders_ignored(store):
-    assert [r.folder for r in history.runs(store)] == ["a-first", "b-second", "c-bound", "d-cut"]
+    assert [r.folder for r in history.runs(store)] == ["a-first", "b-second", "c-bound", "d-cut", "e-idle"]
 
 
 @pytest.mark.parametrize("name, why", [("c-bound", "generator-bound"), ("d-cut", "incomplete"),
-                                       ("nope", "no run of that name")])
+                                       ("e-idle", "sent no request"), ("nope", "no run of that name")])
 def test_a_run_that_cannot_be_a_baseline_is_refused_naming_why(store, name, why):
     with pytest.raises(UsageError, match=why):
         history.pin(store, name, history.runs(store))
@@ -43,8 +44,8 @@ def test_a_pinned_baseline_judges_later_runs_by_compares_limits(store):
     history.pin(store, "a-first", history.runs(store))
     assert history.baseline(store) == "a-first"
     assert not history.against_baseline(store, store / "b-second").regressed  # -5 % RPS, +10 % p95: at the limits
-    write_run(store, "e-slow", 5000.0, 900.0, 10.0)
-    assert history.against_baseline(store, store / "e-slow").regressed
+    write_run(store, "f-slow", 6000.0, 900.0, 10.0)
+    assert history.against_baseline(store, store / "f-slow").regressed
     assert history.against_baseline(store, store / "a-first") is None
 
 
@@ -52,8 +53,35 @@ def test_the_table_and_the_page_show_every_run_and_the_baseline(store):
     history.pin(store, "a-first", history.runs(store))
     known = history.runs(store)
     lines = history.table(known, "a-first")
-    assert len(lines) == 5 and "(baseline)" in lines[1] and "(incomplete)" in lines[4]
+    assert len(lines) == 6 and "(baseline)" in lines[1] and "(incomplete)" in lines[4]
+    assert lines[0].split()[:4] == ["run", "time", "scenario", "RPS"] and " keepalive_1kb " in lines[1]
     page = history.html_page(store, known, "a-first", {"b-second": "REGRESSED"})
     assert page.count("<svg") == 3 and "baseline</text>" in page
     assert "<th>vs baseline</th>" in page and "<td>REGRESSED</td>" in page
-    assert 'href="a-first/summary.md"' in page and "Baseline: run 1, a-first" in page
+    assert 'href="./a-first/summary.md"' in page and "Baseline: run 1, a-first" in page
+
+
+def test_a_run_folder_named_like_a_url_links_inside_the_store(store):
+    write_run(store, "javascript:alert(1)", 7000.0, 1000.0, 10.0)
+    page = history.html_page(store, history.runs(store), None)
+    assert 'href="./javascript%3Aalert%281%29/summary.md"' in page and 'href="javascript' not in page
+
+
+def test_a_claims_tar_unpacks_its_runs_and_names_each(tmp_path):
+    import io
+    import tarfile
+
+    from loadtest.runtime import store as stores
+
+    claim = tmp_path / "claim"
+    for run in ("lt-locust-master-1", "lt-locust-master-2"):
+        (claim / run).mkdir(parents=True)
+        (claim / run / "result.json").write_text("{}")
+    (claim / "baseline").write_text("lt-locust-master-1\n")
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        tar.add(claim, arcname=".")  # as `tar -C /results -cf - .` in the reader pod writes it
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    assert stores.extract(archive.getvalue(), copy) == ["lt-locust-master-1", "lt-locust-master-2"]
+    assert (copy / "lt-locust-master-2" / "result.json").is_file() and (copy / "baseline").is_file()

@@ -85,8 +85,11 @@ class Schedule:
     def set_rate(self, rate: float) -> None:
         self.interval = 1 / rate if rate > 0 else None
 
-    def restart(self) -> None:
-        self.next_at = None
+    def restart(self, now: float) -> None:
+        """Start afresh at `now` unless a slot is still ahead: a rebalance mid-run (its spawning_complete) finds
+        idle users holding slots up to a pool's worth ahead, and starting again at now would send them twice."""
+        if self.next_at is not None and self.next_at < now:
+            self.next_at = None
 
     def take(self, now: float) -> float | None:
         """The next slot (the first is now), or None while there is no rate."""
@@ -117,31 +120,40 @@ class Counts:
 
 
 class Totals:
-    """The master's sum of its workers' reports, per worker; what the metrics and arrival.json show."""
+    """The master's sum of its workers' reports: per connected worker (the metrics' series, forgotten when a worker
+    leaves, so its series end) and for the whole run (arrival.json, which keeps a departed worker's counts)."""
 
     def __init__(self, rate: float):
         self.rate = rate
-        self.slots: dict[str, int] = {}
-        self.late: dict[str, dict[str, int]] = {}
-        self.service = service_entry()
+        self.reset()
 
     def add(self, client_id: str, data: dict) -> None:
         report = data.get(REPORT_KEY)
         if report is None:
             return
         self.slots[client_id] = self.slots.get(client_id, 0) + report["slots"]
+        self.run_slots += report["slots"]
         late = self.late.setdefault(client_id, dict.fromkeys(CAUSES, 0))
         for cause in CAUSES:
             late[cause] += report["late"][cause]
+            self.run_late[cause] += report["late"][cause]
         self.service.extend(StatsEntry.unserialize(report["service"], self.service.stats))
 
     def reset(self) -> None:
-        self.slots, self.late = {}, {}
+        self.slots: dict[str, int] = {}
+        self.late: dict[str, dict[str, int]] = {}
+        self.run_slots = 0
+        self.run_late = dict.fromkeys(CAUSES, 0)
         self.service = service_entry()
 
+    def forget(self, client_ids) -> None:
+        """End the series of workers that left; the run's sums keep what they sent."""
+        for gone in client_ids:
+            self.slots.pop(gone, None)
+            self.late.pop(gone, None)
+
     def to_json(self) -> dict:
-        slots = sum(self.slots.values())
-        late = {cause: sum(w[cause] for w in self.late.values()) for cause in CAUSES}
+        slots, late = self.run_slots, self.run_late
         return {
             "offered_rps": self.rate, "slots": slots, "late_starts": late,
             "late_share": {cause: late[cause] / slots if slots else 0.0 for cause in CAUSES},
@@ -216,7 +228,7 @@ def _register_users_side(environment, rate: float | None, counts: Counts) -> Sch
 
     @environment.events.spawning_complete.add_listener
     def start(**_):
-        schedule.restart()
+        schedule.restart(time.perf_counter())
         pool_running.set()
         # The pool's thousands of users and connections live until the run ends: out of the collector's scans, a
         # full collection no longer stalls the loop past LATE_S (late starts at 8,000/s on one core: 2.7 % -> 1.4 %).

@@ -176,11 +176,11 @@ class WorkerReports:
 
     def keep_only(self, client_ids: set[str]) -> None:
         """Forget workers that left, so their series end."""
-        arrival = loadtest_arrival.totals
-        for table in (self.requests, self.cpu_limit_cores, self.cpu_warnings,
-                      *((arrival.slots, arrival.late) if arrival else ())):
+        for table in (self.requests, self.cpu_limit_cores, self.cpu_warnings):
             for gone in set(table) - client_ids:
                 del table[gone]
+        if loadtest_arrival.totals is not None:
+            loadtest_arrival.totals.forget(set(loadtest_arrival.totals.slots) - client_ids)
 
 
 def _percentiles(entry, family, *labels):
