@@ -23,6 +23,9 @@ from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes, free_port
 from loadtest.runtime.tools import find as find_tool
 
+sys.path.insert(0, str(paths.LOCUSTFILES))
+import loadtest_s3  # noqa: E402
+
 
 def pod_run(store, run, url, users, wait_s, run_time_s=6, kill_after_s=None, env=None):
     """One judged run as the chart's master runs it, its folder <store>/<run>. Killed with SIGKILL after
@@ -141,3 +144,28 @@ def test_the_master_writes_the_runs_series_from_the_releases_prometheus(tmp_path
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["time", *runresult.files.SERIES]
     assert max(float(r["rps"] or 0) for r in rows) > 100 and max(float(r["users"] or 0) for r in rows) == 8, rows
+
+
+def test_with_a_bucket_a_master_killed_mid_run_leaves_what_it_had_there(tmp_path, nginx, s3):
+    """A master killed outright (out of memory, its node lost) runs no exit hook: what reaches the bucket is what
+    it synced while the run went on, its result.json marked incomplete and Locust's CSV with the requests so far;
+    no .complete marker, so `history` says the upload never finished."""
+    endpoint, credentials = s3
+    aws = {"AWS_ACCESS_KEY_ID": credentials.access_key, "AWS_SECRET_ACCESS_KEY": credentials.secret_key}
+    pod = {**aws, "LOADTEST_RESULTS_S3_URL": f"s3://{S3_BUCKET}/crashes", "LOADTEST_RESULTS_S3_ENDPOINT": endpoint,
+           "LOADTEST_RESULTS_S3_SYNC_S": "2"}
+    code, _ = pod_run(tmp_path / "scratch", "killed", nginx.url, users=4, wait_s=0.01, run_time_s=30,
+                      kill_after_s=10, env=pod)
+    assert code == -signal.SIGKILL
+
+    bucket = loadtest_s3.Store(endpoint, S3_BUCKET, "crashes", credentials=credentials)
+    assert bucket.incomplete_runs() == ["killed"] and bucket.runs() == []
+    result = json.loads(bucket.get(bucket.run_key("killed", "result.json")))
+    assert not result["complete"] and "crashed" in result["incomplete"]
+    rows = bucket.get(bucket.run_key("killed", "stats_stats.csv")).decode().splitlines()
+    assert len(rows) >= 2 and int(rows[-1].split(",")[2]) > 0, rows
+
+    cli = {**os.environ, **aws, "AWS_ENDPOINT_URL_S3": endpoint, "PYTHONPATH": str(paths.HOME)}
+    listed = subprocess.run([sys.executable, "-m", "loadtest", "history", "--store", f"s3://{S3_BUCKET}/crashes"],
+                            capture_output=True, text=True, timeout=60, env=cli, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert "uploads that never finished (left out): killed" in listed.stdout, listed.stdout + listed.stderr

@@ -20,6 +20,7 @@ import os
 import socket
 import time
 
+import gevent
 from locust import events
 from locust.runners import CPU_MONITOR_INTERVAL, STATE_RUNNING, MasterRunner
 
@@ -42,6 +43,10 @@ RUN_NAME_ENV = "LOADTEST_RUN_NAME"
 S3_URL_ENV = "LOADTEST_RESULTS_S3_URL"
 S3_ENDPOINT_ENV = "LOADTEST_RESULTS_S3_ENDPOINT"
 S3_REGION_ENV = "LOADTEST_RESULTS_S3_REGION"
+# While the run goes on, its folder's changed files go to the bucket this often (seconds), so a master killed
+# outright (out of memory, its node lost) leaves there what it had, as a PVC would.
+S3_SYNC_ENV = "LOADTEST_RESULTS_S3_SYNC_S"
+S3_SYNC_S = 30.0
 # The release's Prometheus and its scrape interval: the master writes the run's series.csv from it, as `loadtest run
 # --release` does, and the release's name selects the series.
 PROMETHEUS_URL_ENV = "LOADTEST_PROMETHEUS_URL"
@@ -128,6 +133,21 @@ def upload_at_exit(store, folder: str) -> None:
     atexit.register(upload)
 
 
+def sync_while_running(store, folder: str, every_s: float) -> None:
+    """Send the folder's changed files to the bucket now and every `every_s` until the master exits; a failed
+    sync is logged and tried again (the upload at exit is the one that must succeed)."""
+    def sync():
+        sent: dict[str, tuple[int, int]] = {}
+        while True:
+            try:
+                store.sync_folder(folder, os.path.basename(folder), sent)
+            except (loadtest_s3.S3Error, OSError, ValueError) as e:
+                logger.warning("results not synced to %s yet: %s", store.url, e)
+            gevent.sleep(every_s)
+
+    gevent.spawn(sync)
+
+
 def write_series(folder: str, start: float, end: float) -> None:
     """series.csv of the run from the release's Prometheus, when the chart names it; a failure is logged, the run
     judged all the same."""
@@ -188,12 +208,21 @@ def _register(environment, **_):
     except (ValueError, loadtest_s3.S3Error) as e:
         logger.error("%s: %s", S3_URL_ENV, e)
         raise SystemExit(loadtest_checks.BAD_INPUT) from None
+    try:
+        sync_s = float(os.environ.get(S3_SYNC_ENV, S3_SYNC_S))
+    except ValueError:
+        sync_s = 0.0
+    if not 0 < sync_s < float("inf"):
+        logger.error("%s=%r: seconds between uploads, above 0, e.g. 30", S3_SYNC_ENV, os.environ.get(S3_SYNC_ENV))
+        raise SystemExit(loadtest_checks.BAD_INPUT)
     if store is not None:
         upload_at_exit(store, folder)
     if folder:
         # Until the run ends, its folder says it did not: a master that crashes leaves it marked incomplete, beside
         # the CSV files Locust has been writing.
         results.write(results.RunReport(conditions(environment), started, started, incomplete=CRASHED), folder)
+        if store is not None:
+            sync_while_running(store, folder, sync_s)
 
     @environment.events.spawning_complete.add_listener
     def steady_from(**_):

@@ -289,6 +289,22 @@ class Store:
         self.put(marker_key, json.dumps(marker, indent=1, sort_keys=True).encode() + b"\n", "application/json")
         return [*written, marker_key]
 
+    def sync_folder(self, local_dir: str | os.PathLike, run_name: str, sent: dict[str, tuple[int, int]]) -> int:
+        """Upload the files of the run's folder that changed since `sent` (name -> size and mtime, updated in
+        place), never the marker: while a run goes on, the bucket holds what it has so far, incomplete. The number
+        of files sent."""
+        count = 0
+        for path in sorted(Path(local_dir).iterdir()):
+            if not path.is_file() or path.name == MARKER:
+                continue
+            stat = path.stat()
+            if sent.get(path.name) == (stat.st_size, stat.st_mtime_ns):
+                continue
+            self.put(self.run_key(run_name, _check_segment("file name", path.name)), path.read_bytes())
+            sent[path.name] = (stat.st_size, stat.st_mtime_ns)
+            count += 1
+        return count
+
     def _scan(self) -> tuple[list[str], list[str]]:
         base = f"{self.prefix}/" if self.prefix else ""
         seen: dict[str, bool] = {}
