@@ -6,6 +6,7 @@ A step measured while the generator was saturated says nothing about the target,
 In the open model (an arrival-rate sweep: each step offers a rate) the knee is also the first step whose rate was not
 held: fewer than arrival.ACHIEVED_SHARE of the offered requests per second answered over its window. Below it the RPS
 follows the offered rate by construction, so "RPS stopped rising" comes later, if ever, than the rate slipping.
+With a latency bound (`loadtest sweep --max-p99`, an SLO), the knee is also the first step whose p99 left it.
 """
 from __future__ import annotations
 
@@ -31,13 +32,15 @@ class Step:
     failure_ratio: float
     generator_saturated: bool
     offered_rps: float | None = None  # open model: the rate the step offered; None in the closed model
+    p99_ms: float | None = None
+    p99_bound_ms: float | None = None  # the sweep's latency bound (--max-p99); None: no bound
 
 
 @dataclass(frozen=True)
 class Knee:
     capacity_step: Step | None  # the last step before the knee: the most the target gave with sane latency
-    knee_step: Step | None  # the first step where RPS stopped rising while latency grew, requests failed, or (open
-    # model) the offered rate was not held
+    knee_step: Step | None  # the first step where RPS stopped rising while latency grew, requests failed, p99 left
+    # the sweep's bound, or (open model) the offered rate was not held
     generator_bound_at: Step | None  # the first step where the generator saturated (the sweep stops there)
 
     @property
@@ -62,10 +65,17 @@ def rate_slipped(step: Step) -> bool:
     return step.offered_rps is not None and not arrival.held(step.offered_rps, step.rps)
 
 
+def over_bound(step: Step) -> bool:
+    """The step's p99 left the sweep's latency bound."""
+    return step.p99_bound_ms is not None and step.p99_ms is not None and step.p99_ms > step.p99_bound_ms
+
+
 def knee_reason(step: Step) -> str:
     """Why `step` is the knee, in a few words."""
     if failing(step):
         return f"{step.failure_ratio:.1%} of the requests failed"
+    if over_bound(step):
+        return f"p99 {step.p99_ms:g} ms, over the bound of {step.p99_bound_ms:g} ms"
     if rate_slipped(step):
         return (f"the rate was not held ({step.rps:,.0f} of {step.offered_rps:,g} requests/s offered, "
                 f"{step.rps / step.offered_rps:.1%}, under {arrival.ACHIEVED_SHARE:.0%})")
@@ -79,7 +89,7 @@ def find_knee(steps: list[Step]) -> Knee:
         if step.generator_saturated:
             generator_bound = step
             break
-        if failing(step) or rate_slipped(step) or (i and is_knee(steps[i - 1], step)):
+        if failing(step) or over_bound(step) or rate_slipped(step) or (i and is_knee(steps[i - 1], step)):
             return Knee(capacity_step=steps[i - 1] if i else None, knee_step=step, generator_bound_at=None)
         if capacity is None or step.rps > capacity.rps:
             capacity = step

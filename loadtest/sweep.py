@@ -42,6 +42,7 @@ class Spec:
     hold_s: int
     users_per_worker: int  # users of a workers or target-cpus sweep: this times the workers
     spawn_rate: float  # users started per second; 0: all at once
+    p99_bound_ms: float | None = None  # a step whose p99 is above it is the knee (--max-p99); None: no bound
 
     @property
     def open_model(self) -> bool:

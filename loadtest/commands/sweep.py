@@ -65,7 +65,8 @@ def run(args) -> int:
     spec = Spec(kind=args.sweep, loads=parse_steps(args.steps),
                 warmup_s=units.parse_duration_s(args.warmup, "--warmup"),
                 hold_s=units.parse_duration_s(args.hold, "--hold"),
-                users_per_worker=args.users_per_worker or USERS_PER_WORKER, spawn_rate=args.spawn_rate)
+                users_per_worker=args.users_per_worker or USERS_PER_WORKER, spawn_rate=args.spawn_rate,
+                p99_bound_ms=args.max_p99)
     if args.local == bool(args.release):
         raise UsageError("say where to sweep: --local (this machine) or --release NAME (an installed release)")
     if spec.open_model:
@@ -126,6 +127,9 @@ def register(sub) -> None:
                        help=f"users per worker in workers and target-cpus sweeps (default {USERS_PER_WORKER}); "
                             f"{ARRIVAL_RATE} sizes its pool from the rate")
     steps.add_argument("--spawn-rate", type=types.number(float, minimum=0), default=0, help="users started per second (default: all at once)")
+    steps.add_argument("--max-p99", type=types.latency_ms, metavar="LATENCY",
+                       help="a latency bound, e.g. 200ms: the first step whose p99 is above it is the knee (in an "
+                            f"{ARRIVAL_RATE} sweep, p99 from each request's slot); default: no bound")
     loc = p.add_argument_group("local stack (--local)")
     loc.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
                      help=f"what each request does (default {scenarios.DEFAULT})")

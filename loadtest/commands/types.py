@@ -9,7 +9,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from .. import units
+from .. import checks, units
 from ..errors import UsageError
 
 # Helm's release names and Kubernetes namespaces: DNS-1123 (a release name at most 53 characters).
@@ -55,6 +55,17 @@ def each(check):
             checked(check)(item)
         return text
     return parse
+
+
+def latency_ms(text: str) -> float:
+    """A latency like 200ms or 0.5s, in milliseconds: the check language's units (`p99<200ms`)."""
+    try:
+        milliseconds = checks.parse([f"p99<{text}"])[0].limit
+    except UsageError:
+        milliseconds = 0.0
+    if not milliseconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a latency above 0 like 200ms or 0.5s")
+    return milliseconds
 
 
 def duration(minimum_s: int = 1):

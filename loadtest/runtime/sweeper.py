@@ -160,6 +160,8 @@ class Sweeper:
         model = ({"model": "open: each step sends its rate of requests (requests/s, all workers together) whatever "
                            "the target does; latency from each request's slot, service time from its send"}
                  if spec.open_model else {})
+        if spec.p99_bound_ms is not None:
+            model["latency bound"] = f"p99 at most {spec.p99_bound_ms:g} ms: a step above it is the knee"
         sweep = report.Sweep(conditions={
             **d.conditions(), "sweep": f"{KINDS[spec.kind]} {', '.join(map(str, spec.loads))}", **model,
             "warm-up per step": f"{spec.warmup_s} s", "measured window per step": f"{spec.hold_s} s",
@@ -233,7 +235,8 @@ class Sweeper:
                               f"window, not the step's {load}: was it started with the step's rate?")
         step = Step(index, load, f["rps"], round(f["p95_ms"], 1),
                     f["failures"] / f["requests"] if f["requests"] else 1.0, v.kind == verdict.GENERATOR_BOUND,
-                    offered_rps=a["offered_rps"] if a else None)
+                    offered_rps=a["offered_rps"] if a else None, p99_ms=round(f["p99_ms"], 1),
+                    p99_bound_ms=spec.p99_bound_ms)
         late = ""
         if a:
             late = (f" of {a['offered_rps']:,g} offered ({f['rps'] / a['offered_rps']:.1%}), late starts "

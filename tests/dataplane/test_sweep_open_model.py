@@ -19,6 +19,7 @@ from loadtest.runtime.sweeper import Sweeper
 
 RATES = [200, 400]  # requests/s
 WARMUP_S, HOLD_S = sweep.MIN_WARMUP_S, 6
+P99_BOUND_MS = 1000.0  # --max-p99 1s: far above loopback's latency, so no step is the knee by it
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def swept(tmp_path_factory):
     tests can ask its Prometheus about the same windows."""
     out = tmp_path_factory.mktemp("open-model-sweep")
     spec = sweep.Spec("arrival-rate", RATES, warmup_s=WARMUP_S, hold_s=HOLD_S,
-                      users_per_worker=sweep.USERS_PER_WORKER, spawn_rate=0)
+                      users_per_worker=sweep.USERS_PER_WORKER, spawn_rate=0, p99_bound_ms=P99_BOUND_MS)
     lines: list[str] = []
     with sweep_local.LocalDriver(out / "stack", scenario="keepalive_1kb", target="haproxy", tls_mode=None, workers=1,
                                  wait_s=0, values={}, spec=spec, progress=lines.append) as driver:
@@ -45,6 +46,7 @@ def test_each_step_sends_its_rate(swept):
         assert r.late_share is not None and r.late_share < verdict.LATE_STARTS, lines
         assert r.verdict != verdict.GENERATOR_BOUND and r.worker_cpu_max > 0  # the restarted worker's CPU is in
         assert r.service_p99_ms is not None and r.service_p99_ms <= r.p99_ms + 1  # from the send vs from the slot
+        assert (r.step.p99_ms, r.step.p99_bound_ms) == (r.p99_ms, P99_BOUND_MS)  # what the knee holds to the bound
     assert not result.knee.found and result.knee.capacity_step.load == RATES[-1]
 
 
@@ -80,6 +82,7 @@ def test_the_report_has_the_open_models_columns(swept):
     data = json.loads(files["json"].read_text())
     assert data["complete"] and data["sweep_of"] == "arrival rate" and data["knee_step"] is None
     assert data["conditions"]["sweep"] == "arrival rate 200, 400" and data["conditions"]["model"].startswith("open")
+    assert data["conditions"]["latency bound"] == "p99 at most 1000 ms: a step above it is the knee"
     assert "every offered rate was held" in data["verdict"]
     assert "| offered |" in files["markdown"].read_text()
     assert files["html"].read_text().count("<svg") == 3

@@ -31,6 +31,7 @@ NUMBERS = {"--nodes", "--target-rps", "--headroom", "--max-nodes", "--users", "-
            "--max-failure-ratio", "--users-per-worker", "--arrival-rate"}
 WHOLE_NUMBERS = {"--nodes", "--max-nodes", "--users", "--workers", "--users-per-worker"}
 DURATIONS = {"--run-time", "--warmup", "--hold"}
+LATENCIES = {"--max-p99"}
 SHARES = {"--max-rps-drop", "--max-p95-rise"}
 QUANTITIES = {"--worker-cpu": "1000 cores", "--worker-memory": "-512Mi"}
 FILES_READ = {"--calibration", "--locustfile", "--requirements", "--from-sweep", "--locust-auth-file", "--kubeconfig",
@@ -60,6 +61,8 @@ def wrong_values(option: str, action: argparse.Action) -> list[str]:
         return ["many", "-1", "nan", "inf"] + (["1.5"] if option in WHOLE_NUMBERS else [])
     if option in DURATIONS:
         return ["soon", "-5s", "0s", "5 parsecs"]
+    if option in LATENCIES:
+        return ["fast", "200", "-5ms", "0ms", "nan ms"]
     if option in SHARES:
         return ["a lot", "-5%", "nan%"]
     if option in QUANTITIES:

@@ -35,6 +35,15 @@ def test_every_rate_held_is_no_knee_and_the_highest_is_the_capacity():
     assert not k.found and k.capacity_step.load == 2000 and k.generator_bound_at is None
 
 
+def test_with_a_latency_bound_the_knee_is_the_first_step_whose_p99_left_it():
+    """--max-p99 200ms: the same held rates, and the step whose p99 (from the slot) passed 200 ms is the knee."""
+    steps = [Step(i, offered, offered, p95, 0.0, False, offered_rps=offered, p99_ms=p99, p99_bound_ms=200.0)
+             for i, (offered, p95, p99) in enumerate(((500, 2, 5), (1000, 30, 200), (2000, 300, 450)))]
+    k = find_knee(steps)
+    assert k.knee_step.load == 2000 and k.capacity_step.load == 1000  # 200 ms is within the bound
+    assert knee_reason(k.knee_step) == "p99 450 ms, over the bound of 200 ms"
+
+
 def test_held_means_within_one_percent_of_offered():
     assert arrival.ACHIEVED_SHARE == 0.99
     assert not rate_slipped(open_steps((1000, 990, 1))[0])
