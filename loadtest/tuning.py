@@ -102,6 +102,7 @@ class Snapshot:
     window: verdict.Window | None = None  # None: no steady sample in the window
     group: NodeGroup | None = None  # None: the nodes could not be read
     no_window: str | None = None  # why there is no steady window, when there is none
+    arrival_rate: float | None = None  # locust.load.arrivalRate (the open model); None in the closed model
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,8 @@ def advise(s: Snapshot) -> Advice:
                       "--steps 1,2,4 ...` (README, Sweeps)")
     busiest = max(w.busiest_worker, w.target_cpu or 0.0)
     factor = min(MAX_USERS_FACTOR, verdict.SATURATED_CPU / busiest) if busiest > 0 else MAX_USERS_FACTOR
+    if s.arrival_rate:
+        return _raise_rate(s, w, factor, figures)
     users = max(s.users + 1, math.ceil(s.users * factor))
     expected = f", about {s.rps / s.users * users:,.0f} RPS at {s.rps / s.users:,.1f} RPS a user" if s.rps else ""
     summary = (f"neither side is saturated (busiest worker {w.busiest_worker:.0%}"
@@ -226,6 +229,21 @@ def advise(s: Snapshot) -> Advice:
     return Advice(RAISE_USERS, summary, (*figures,),
                   next_step=f"start the swarm with {users} users: the web UI, or `loadtest run --release "
                             f"{s.release} --users {users}`")
+
+
+def _raise_rate(s: Snapshot, w: verdict.Window, factor: float, figures) -> Advice:
+    """The open model's load is its rate (locust.load.arrivalRate, which sizes its own pool of users): raise it."""
+    rate = max(math.floor(s.arrival_rate) + 1, math.ceil(s.arrival_rate * factor))
+    summary = (f"neither side is saturated (busiest worker {w.busiest_worker:.0%}"
+               + (f", target {w.target_cpu:.0%}" if w.target_cpu is not None else "")
+               + f" of its CPU): raise the arrival rate from {s.arrival_rate:g} to {rate} requests/s")
+    changes, current = {"locust.load.arrivalRate": str(rate)}, {"locust.load.arrivalRate": f"{s.arrival_rate:g}"}
+    if s.mode == "autostart":
+        return Advice(RAISE_USERS, summary, (*figures,), changes, current)
+    return Advice(RAISE_USERS, summary, (*figures,),
+                  next_step=f"the rate is a value of the release, not the web UI's (its user count is the pool): "
+                            f"`helm upgrade {s.release} charts/loadtest --reuse-values --set "
+                            f"locust.load.arrivalRate={rate}`, then start the swarm again")
 
 
 def upgrade_command(release: str, namespace: str, chart: str, changes: dict[str, str]) -> list[str]:

@@ -141,7 +141,7 @@ def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
         worker_memory_mi=quantity_mi(locust.get("worker", {}).get("memory", "512Mi")),
         replicas=int(worker["spec"]["replicas"]), pending=pending_workers(release), users=users, rps=rps,
         fail_ratio=fail_ratio, p95_ms=p95, window=window, group=node_group(release, worker),
-        no_window=no_window)
+        no_window=no_window, arrival_rate=float(locust.get("load", {}).get("arrivalRate") or 0) or None)
 
 
 def check_release(release: Release) -> dict:

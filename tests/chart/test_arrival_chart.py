@@ -1,5 +1,5 @@
 """locust.load.arrivalRate (issue #28): the open model's rate reaching master and workers, the master's users sized
-as the pool that holds it, the step load refused beside it, and the closed model left as it was."""
+as the pool that holds it, a user count and the step load refused beside it, and the closed model left as it was."""
 from __future__ import annotations
 
 import pytest
@@ -44,10 +44,22 @@ def test_a_rate_from_a_values_file_renders_as_a_plain_number(helm, tmp_path):
     ("2001", 2, 1001),   # rounded up
     ("0.5", 1, 1),
 ])
-def test_the_master_runs_the_pool_instead_of_autostart_users(helm, rate, replicas, pool):
+def test_the_master_runs_the_pool_the_rate_needs(helm, rate, replicas, pool):
     rendered = helm.render(None, *AUTOSTART, "--set", f"locust.load.arrivalRate={rate}",
-                           "--set", f"locust.worker.replicas={replicas}", "--set", "locust.autostart.users=7")
+                           "--set", f"locust.worker.replicas={replicas}")
     assert users(rendered) == [f"--users={pool}"]
+
+
+@pytest.mark.parametrize("mode", [AUTOSTART, RUN, ()], ids=["autostart", "run", "interactive"])
+def test_a_user_count_beside_a_rate_is_refused_naming_the_fix(helm, mode):
+    """A rate and a user count are two loads: the chart used one silently; now it says which to drop."""
+    stderr = helm.refusal(*mode, "--set", "locust.load.arrivalRate=2000", "--set", "locust.autostart.users=7")
+    assert "locust.load.arrivalRate 2000 with locust.autostart.users 7" in stderr, stderr
+    assert "--set locust.autostart.users=null, or locust.load.arrivalRate=0" in stderr, stderr
+    # The fix it names works (as a `helm upgrade --reuse-values` of a closed-model release would give it).
+    rendered = helm.render(None, *AUTOSTART, "--set", "locust.autostart.users=7", "--set", "locust.load.arrivalRate=2000",
+                           "--set", "locust.autostart.users=null")
+    assert users(rendered) == ["--users=1000"]
 
 
 def test_a_judged_run_runs_the_pool_too(helm):

@@ -191,6 +191,19 @@ Usage: include "common.arrivalPool" <the locust chart's values>
 {{- end -}}
 
 {{/*
+The master's --users in modes autostart and run: the open model's pool when locust.load.arrivalRate is set, else
+locust.autostart.users, 100 when empty.
+Usage: include "common.users" <the locust chart's values>
+*/}}
+{{- define "common.users" -}}
+{{- if include "common.arrivalRate" . -}}
+{{- include "common.arrivalPool" . -}}
+{{- else -}}
+{{- .autostart.users | default 100 | int64 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 URL of the in-chart backend Service (charts/backend): the default target of the Locust chart.
 Usage: include "common.backendURL" $
 */}}
