@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import verdict
 
 # The pool holds the rate while answers take up to this long (Little's law: users = rate x time in the system).
 # Slower answers leave slots waiting for a free user: late starts of cause "users", latency still measured from the
@@ -40,10 +39,6 @@ class Figures:
 
     def late_share(self, cause: str) -> float:
         return self.late_starts.get(cause, 0) / self.slots if self.slots else 0.0
-
-    @property
-    def generator_late(self) -> bool:
-        return self.late_share("cpu") >= verdict.LATE_STARTS
 
     @classmethod
     def read(cls, path: Path) -> Figures | None:

@@ -26,7 +26,8 @@ SATURATED_SHARE = rules.threshold("loadtest:saturated_share:threshold")
 # On a full machine shared with the target, a worker at this share of a core or more competes for CPU.
 CONTENDED = rules.threshold("loadtest:worker_contention:threshold")
 # In the open model, a generator that started this share of its requests late for want of CPU (a user was waiting,
-# the worker woke it late) was the limit, whatever its CPU figures say.
+# the worker woke it late) was the limit, whatever its CPU figures say; and a target whose latency made this share of
+# the slots find every user still waiting on it (the pool holds the rate up to 0.5 s a response) was.
 LATE_STARTS = rules.threshold("loadtest:late_starts:threshold")
 
 GENERATOR_BOUND = "generator-bound"
@@ -78,9 +79,10 @@ class Window:
     host_cpu: float | None = None
     worker_throttling: float | None = None
     late_starts: float | None = None  # open model: the share of requests the workers started late for want of CPU
+    late_users: float | None = None  # open model: the share of slots that found every user waiting on the target
 
     @classmethod
-    def of(cls, samples: list[Sample], late_starts: float | None = None) -> Window:
+    def of(cls, samples: list[Sample], late_starts: float | None = None, late_users: float | None = None) -> Window:
         """The window of samples taken locally (one a second)."""
         n = len(samples)
         workers = max((len(s.worker_cpu) for s in samples), default=0)
@@ -92,7 +94,7 @@ class Window:
             target_cpu=_mean([s.target_cpu for s in samples if s.target_cpu is not None]),
             host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
             worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
-            late_starts=late_starts)
+            late_starts=late_starts, late_users=late_users)
 
     def figures(self) -> str:
         parts = [f"busiest worker {self.busiest_worker:.0%} of its CPU ceiling"]
@@ -104,14 +106,17 @@ class Window:
             parts.append(f"machine {self.host_cpu:.0%} busy")
         if self.late_starts is not None:
             parts.append(f"{self.late_starts:.2%} of requests started late by the workers")
+        if self.late_users:
+            parts.append(f"{self.late_users:.2%} of slots found no user free")
         return f"means over {self.samples} steady sample(s): {', '.join(parts)}"
 
 
 def judge(window: Window) -> Verdict:
     """The window's verdict: generator-bound when the generator was saturated in at least SATURATED_SHARE of its
     samples (a saturated generator hides the target's capacity, so it wins), else target-bound when the target was,
-    else healthy. In the open model, late starts for want of CPU make it generator-bound too: the rate asked was not
-    sent on time."""
+    else healthy. In the open model, late starts for want of CPU make it generator-bound too (the rate asked was not
+    sent on time), and slots that found no user free make it target-bound (the target's latency grew with the
+    workers on time)."""
     if window.late_starts is not None and window.late_starts >= LATE_STARTS:
         return Verdict(GENERATOR_BOUND, f"the workers started {window.late_starts:.2%} of their requests more than "
                                         f"10 ms after their slot with a user waiting ({window.figures()}): the rate "
@@ -126,6 +131,11 @@ def judge(window: Window) -> Verdict:
             advice = "add workers or cores before reading the target's capacity"
         return Verdict(GENERATOR_BOUND, f"the generator was saturated in {window.generator_share:.0%} of the steady "
                                         f"window ({window.figures()}): the RPS is the generator's ceiling; {advice}")
+    if window.late_users is not None and window.late_users >= LATE_STARTS:
+        return Verdict(TARGET_BOUND, f"{window.late_users:.2%} of the slots found every user still waiting on the "
+                                     f"target, with the workers on time ({window.figures()}): its latency at this "
+                                     "rate outgrew the pool's half second a response; this rate is past what it "
+                                     "serves with that latency")
     if window.target_share >= SATURATED_SHARE:
         return Verdict(TARGET_BOUND, f"the target was saturated in {window.target_share:.0%} of the steady window "
                                      f"while the workers had headroom ({window.figures()}): this RPS is its capacity "

@@ -107,7 +107,8 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         target_cpu=over(f"max(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         host_cpu=over(f"max(avg_over_time(loadtest:host_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         worker_throttling=over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"),
-        late_starts=open_model["late_cpu_share"] if open_model else None)
+        late_starts=open_model["late_cpu_share"] if open_model else None,
+        late_users=open_model["late_users_share"] if open_model else None)
     requests = requests_end - requests_start
     return {
         "start": t_start, "end": t_end, "requests": requests, "failures": failures_end - failures_start,

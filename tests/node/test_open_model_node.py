@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import Prometheus, install, wait_ready
 
-from loadtest import arrival
+from loadtest import arrival, verdict
 
 RATE = 1000
 RELEASE = 'release="lt"'
@@ -33,5 +33,5 @@ def test_the_chart_holds_its_arrival_rate_and_the_rules_see_it(cluster, namespac
     generator_bound = prometheus.value(f'loadtest:verdict{{{RELEASE},verdict="generator-bound"}}')
     print(f"offered {RATE}/s, achieved {rps:.1f}/s; late starts cpu {late:.2%}, users {waiting or 0:.2%}; "
           f"p99 response {response * 1000:.1f} ms, service {service * 1000:.1f} ms; generator-bound {generator_bound}")
-    assert late < arrival.verdict.LATE_STARTS and (waiting or 0) < arrival.verdict.LATE_STARTS
+    assert late < verdict.LATE_STARTS and (waiting or 0) < verdict.LATE_STARTS
     assert generator_bound != 1

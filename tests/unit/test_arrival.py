@@ -76,7 +76,7 @@ def test_totals_sum_the_workers_reports_and_write_what_the_cli_reads(tmp_path):
     figures = arrival.Figures.read(path)
     assert figures.offered_rps == 2000 and figures.slots == 2000
     assert figures.late_starts == {"users": 10, "cpu": 10}
-    assert figures.late_share("cpu") == 0.005 and not figures.generator_late
+    assert figures.late_share("cpu") == 0.005
     assert figures.service_time_ms[0.5] == 50 and figures.service_time_ms[0.999] == 99
     assert "1.00% of 2,000 slots" in figures.describe_late()
 
@@ -98,3 +98,14 @@ def test_late_starts_for_want_of_cpu_make_the_run_generator_bound_whatever_the_c
 
 def test_held_means_within_one_percent():
     assert arrival.held(1000, 990) and not arrival.held(1000, 989)
+
+
+def test_slots_that_found_no_user_free_make_the_target_the_limit_unless_the_workers_were_late():
+    """Every user still waiting on the target: its latency at this rate outgrew the pool (0.5 s a response), with the
+    workers on time. A worker that woke late is the generator's limit and wins, as a saturated generator always does."""
+    cool = [verdict.Sample(worker_cpu=(0.3,), target_cpu=0.2)] * 10
+    slow = verdict.judge(verdict.Window.of(cool, late_starts=0.0, late_users=0.025))
+    assert slow.kind == verdict.TARGET_BOUND and "2.50% of the slots found every user still waiting" in slow.reason
+    assert verdict.judge(verdict.Window.of(cool, late_starts=0.0, late_users=0.005)).kind == verdict.HEALTHY
+    both = verdict.judge(verdict.Window.of(cool, late_starts=0.03, late_users=0.025))
+    assert both.kind == verdict.GENERATOR_BOUND
