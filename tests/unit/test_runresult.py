@@ -195,6 +195,22 @@ def test_no_baseline_pinned_and_a_generator_bound_baseline_judge_nothing(tmp_pat
     assert bound["exit_code"] == checks.GENERATOR_BOUND
 
 
+def test_a_pinned_baseline_that_cannot_be_read_is_said_not_passed_over(tmp_path):
+    """A `baseline` naming a folder gone from the store: the run says it was not held to it (result.json, the JUnit
+    case skipped, the summary), where it used to pass as if no baseline were pinned."""
+    files = runresult.files
+    (tmp_path / files.BASELINE).write_text("gone\n")
+    pinned = files.read_baseline(str(tmp_path))
+    assert pinned[0] == "gone" and "cannot be read" in pinned[1]
+    run = report(("fail_ratio<1%",))
+    run.baseline = files.hold_to(pinned, run.to_json())
+    assert run.baseline.invalid and not run.baseline.regressed and run.exit_code == checks.PASSED
+    assert "not comparable with baseline gone: its result.json cannot be read" in run.baseline.describe()
+    suite = suite_of(tmp_path, run)
+    case = next(c for c in suite if c.name == "no regression against gone")
+    assert results(case) == [Skipped]
+
+
 def test_the_pods_verdict_is_the_packages():
     assert verdict.Verdict is runresult.files.Verdict
     assert runresult.files.GENERATOR_BOUND == verdict.GENERATOR_BOUND

@@ -104,18 +104,24 @@ def bucket():
     return loadtest_s3.from_url(url, os.environ.get(S3_ENDPOINT_ENV), os.environ.get(S3_REGION_ENV)) if url else None
 
 
-def baseline_of(store) -> tuple[str, dict] | None:
-    """The pinned baseline (its name and result.json) in the bucket, or on the mounted store."""
+def baseline_of(store) -> tuple[str, dict | str] | None:
+    """The pinned baseline in the bucket, or on the mounted store: its name and result.json, or why that could not
+    be read (the run then says it was not held to it, rather than passing as if none were pinned)."""
     if store is None:
         return results.read_baseline(os.environ[RESULTS_DIR_ENV])
     prefix = f"{store.prefix}/" if store.prefix else ""
     try:
         name = store.get(f"{prefix}{results.BASELINE}").decode().strip()
-        return (name, json.loads(store.get(store.run_key(name, results.RESULT)))) if name else None
     except loadtest_s3.S3Error as e:
         if e.code == "NoSuchKey":
             return None
-        raise
+        return "(unknown)", f"the pinned baseline could not be read from {store.url}: {e}"
+    if not name:
+        return None
+    try:
+        return name, json.loads(store.get(store.run_key(name, results.RESULT)))
+    except (loadtest_s3.S3Error, ValueError) as e:
+        return name, f"its {results.RESULT} could not be read from {store.url}: {e}"
 
 
 def upload_at_exit(store, folder: str) -> None:
@@ -261,12 +267,9 @@ def _register(environment, **_):
                 window={"start": steady[0], "end": steady[1] or time.time(),
                         "seconds": round((steady[1] or time.time()) - steady[0], 1) if steady[0] else 0.0},
                 judged="every user running, before the stop (Locust reset its statistics when the last user started)")
-            try:
-                report.baseline = results.hold_to(baseline_of(store), report.to_json())
-            except loadtest_s3.S3Error as e:
-                logger.error("the baseline could not be read from %s: %s", store.url, e)
+            report.baseline = results.hold_to(baseline_of(store), report.to_json())
             if report.baseline:
-                logger.info("%s", report.baseline.describe())
+                (logger.error if report.baseline.invalid else logger.info)("%s", report.baseline.describe())
             results.write(report, folder)
             logger.info("results in %s", folder)
             code = report.exit_code

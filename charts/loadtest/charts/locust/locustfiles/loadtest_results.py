@@ -259,24 +259,32 @@ def write(report: RunReport, out: str, suite: str = "loadtest run") -> dict[str,
     return files
 
 
-def read_baseline(store: str) -> tuple[str, dict] | None:
-    """The store's pinned baseline: (its folder name, its result.json), None when none is pinned."""
+def read_baseline(store: str) -> tuple[str, dict | str] | None:
+    """The store's pinned baseline: (its folder name, its result.json, or why it cannot be read), None when none is
+    pinned."""
     try:
         with open(os.path.join(store, BASELINE)) as f:
             name = f.read().strip()
-        if not name:
-            return None
-        with open(os.path.join(store, name, RESULT)) as f:
-            return name, json.load(f)
     except FileNotFoundError:
         return None
+    if not name:
+        return None
+    try:
+        with open(os.path.join(store, name, RESULT)) as f:
+            return name, json.load(f)
+    except (OSError, ValueError) as e:
+        return name, f"its {RESULT} cannot be read ({e}); pin another with `loadtest history --baseline RUN`"
 
 
-def hold_to(baseline: tuple[str, dict] | None, current: dict, limits: Limits = DEFAULT_LIMITS) -> BaselineOutcome | None:
-    """The current run's result.json held to the baseline, None without one (or when the run is not comparable)."""
+def hold_to(baseline: tuple[str, dict | str] | None, current: dict,
+            limits: Limits = DEFAULT_LIMITS) -> BaselineOutcome | None:
+    """The current run's result.json held to the baseline (its result.json, or why it could not be read: then not
+    comparable, and said so), None when no baseline is pinned."""
     if baseline is None:
         return None
     name, base = baseline
+    if isinstance(base, str):
+        return BaselineOutcome(name, [], base)
     current = json.loads(json.dumps(current))  # as written: percentile keys become the strings result.json holds
     try:
         figures, invalid = compare_runs(base, current, limits)
