@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import checks, compare, history, locuststats, paths, runresult, units
+from .. import checks, compare, locuststats, paths, runresult, units
 from ..errors import RunFailed, UsageError
 from ..runtime import localrun, release, releaserun
 from . import local, types
@@ -45,17 +45,17 @@ def print_outcomes(report: runresult.RunReport, files: dict[str, Path], out=prin
         "report.html, stats*.csv, series.csv)")
 
 
-def hold_to_baseline(out: Path, code: int, say=print) -> int:
-    """A finished run in a store with a pinned baseline: compared with it, the comparison kept in its folder; a
-    regression fails a run that passed its checks."""
-    comparison = history.against_baseline(out.parent, out)
-    if comparison is None:
-        return code
-    paths.write_text(out / "baseline.md", compare.markdown(comparison))
-    result = ("invalid (a side was generator-bound)" if comparison.invalid
-              else "REGRESSION" if comparison.regressed else "no regression")
-    say(f"  baseline         {result} against {comparison.baseline.name} (baseline.md)")
-    return checks.CHECK_FAILED if comparison.regressed and not comparison.invalid and code == checks.PASSED else code
+def hold_to_baseline(report: runresult.RunReport, out: Path, say=print) -> None:
+    """A finished run in a store with a pinned baseline is held to it as the chart's master holds its run (one
+    implementation, loadtest_results.hold_to): the comparison goes into its result.json, checks.xml and summary, and
+    a regression makes its exit code 1; the comparison's table is kept beside them (baseline.md)."""
+    pinned = runresult.files.read_baseline(str(out.parent))
+    if pinned is None or pinned[0] == out.name:
+        return
+    report.baseline = held = runresult.files.hold_to(pinned, report.to_json())
+    paths.write_text(out / "baseline.md", compare.markdown(
+        compare.Comparison("run", out.parent / held.run, out, held.figures, held.invalid)))
+    say(f"  baseline         {held.describe()} (baseline.md)")
 
 
 def run(args) -> int:
@@ -96,13 +96,14 @@ def run(args) -> int:
              "target_saturated_share": result.steady.target_share},
         window=result.window.to_json(), judged=result.window.describe(),
         incomplete=None if result.window.samples else result.window.describe())
-    files = runresult.write(report, out)
     local.print_result(result)
+    hold_to_baseline(report, out)
+    files = runresult.write(report, out)
     print_outcomes(report, files)
     if report.generator_bound:
         print("loadtest run: invalid measurement: the generator was the limit; add workers or cores and run again",
               file=sys.stderr)
-    return hold_to_baseline(out, report.exit_code)
+    return report.exit_code
 
 
 def run_release(args, judged: list[checks.Check]) -> int:
@@ -134,16 +135,17 @@ def run_release(args, judged: list[checks.Check]) -> int:
     figures = locuststats.figures(out / "stats.json")
     report = runresult.RunReport(result.conditions, started, time.time(), figures, checks.judge(judged, figures),
                                  verdict=result.verdict, cpu=result.cpu, window=result.window, judged=result.judged)
-    files = runresult.write(report, out)
     for note in result.notes:
         print(f"  note             {note}")
     if report.verdict:
         print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
+    hold_to_baseline(report, out)
+    files = runresult.write(report, out)
     print_outcomes(report, files)
     if report.generator_bound:
         print("loadtest run: invalid measurement: the generator was the limit; add workers or give each a whole "
               "core (helm upgrade --reuse-values --set locust.worker.cpu=1000m) and run again", file=sys.stderr)
-    return hold_to_baseline(out, report.exit_code)
+    return report.exit_code
 
 
 # Options of --local that a release sets in its values instead.

@@ -4,6 +4,7 @@ both and writes the page, and the page opens in headless Chromium with its trend
 run's link to its own Locust report working."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -38,9 +39,13 @@ def store(tmp_path_factory):
 def test_a_run_below_the_baseline_fails_with_its_comparison_kept(store):
     runs, slower = store
     assert slower.returncode == checks.CHECK_FAILED, slower.stdout + slower.stderr
-    assert "baseline         REGRESSION against 1-baseline (baseline.md)" in slower.stdout
+    assert "baseline         REGRESSION against baseline 1-baseline: all requests RPS" in slower.stdout
     kept = (runs / "2-slower" / "baseline.md").read_text()
     assert "REGRESSION" in kept and "all requests RPS" in kept and "**regressed**" in kept
+    # The folder says what the process said, as a judged master's does: exit code 1, the regression in the JUnit.
+    result = json.loads((runs / "2-slower" / "result.json").read_text())
+    assert result["exit_code"] == checks.CHECK_FAILED and result["baseline"]["regressed"], result["baseline"]
+    assert 'type="regression"' in (runs / "2-slower" / "checks.xml").read_text()
 
 
 def test_history_lists_the_runs_and_the_page_opens_with_its_trends(store, tmp_path):
