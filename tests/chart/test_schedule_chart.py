@@ -76,8 +76,10 @@ def test_the_scheduled_job_is_the_unscheduled_runs_job(helm, extra):
             once.get("Job", name)["spec"]), name
 
 
-def test_every_judged_job_has_a_deadline_so_no_worker_outlives_its_master(helm):
-    """runTime plus 15 minutes to start and stop, the same for master and workers; the step load's length instead."""
+def test_every_judged_job_has_the_same_deadline_so_no_worker_outlives_its_run(helm):
+    """runTime plus 15 minutes to start and stop, the same for master and workers (a worker whose master is gone quits
+    by itself after Locust's 60 s heartbeat timeout; this bounds one that never found it); the step load's length
+    instead."""
     for args, seconds in ((RUN, 120 + 900), (SCHEDULED, 120 + 900),
                           ((*RUN, "--set", "locust.autostart.runTime=1h30m"), 5400 + 900),
                           ((*RUN, "--set", "locust.stepLoad.enabled=true", "--set", "locust.stepLoad.stepTime=2m",

@@ -86,9 +86,12 @@ def test_every_release_pod_denies_ingress_but_what_a_test_needs(helm):
     assert haproxy == {"http": {"locust-worker", "test-locust"}, "metrics": {"prometheus"}}
     backend = {rule["ports"][0]["port"]: peers(rule) for rule in found[f"{RELEASE}-backend"]["ingress"]}
     assert backend["http"] == {"locust-worker", "test-locust", "test-backend", "nginx-ingress", "haproxy"}
-    assert peers(found[f"{RELEASE}-prometheus"]["ingress"][0]) == {"grafana", "locust-master"}  # a run's series.csv
+    assert peers(found[f"{RELEASE}-prometheus"]["ingress"][0]) == {"grafana"}
     assert peers(found[f"{RELEASE}-kube-state-metrics"]["ingress"][0]) == {"prometheus"}
     assert f"{RELEASE}-grafana" not in found  # port-forward only
+    # A judged run's master writes its series.csv from Prometheus: admitted in mode run, and in no other.
+    judged = policies(helm.render(None, *MONITORING, "--set", "locust.mode=run", "--set", "locust.autostart.runTime=1m"))
+    assert peers(judged[f"{RELEASE}-prometheus"]["ingress"][0]) == {"grafana", "locust-master"}
 
 
 def test_an_exposed_ui_admits_only_its_source_ranges(helm):
