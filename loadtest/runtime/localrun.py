@@ -210,7 +210,8 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             "--html", str(workdir / "report.html"), "--exit-code-on-error", "0",
             expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
         web = LocustWeb(locust.web_url, locust.web_credentials)
-        worker_meters = [CpuMeter(w.pid) for w in locust.start_workers(workers)]
+        worker_procs = locust.start_workers(workers)
+        worker_meters = [CpuMeter(w.pid) for w in worker_procs]
         target_meter = CpuMeter(server.proc.pid) if server else None
         psutil.cpu_percent(None)
         load = f"{arrival_rate:,g} requests/s from {users} users" if arrival_rate else f"{users} users"
@@ -226,12 +227,20 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
                 if time.monotonic() > deadline:
                     raise LocalRunError(f"the Locust master did not finish in time:\n{stack.procs.log_tail(MASTER)}")
                 time.sleep(1)
+                # Read before the master's state: a worker that had died while the master still ran the test (its
+                # locustfile refused at start, say) left it sending less, or nothing. Workers end on the master's
+                # quit, which it sends once stopped.
+                died = [i for i, worker in enumerate(worker_procs) if worker.poll() not in (None, 0)]
                 try:
                     runner = web.state()
                     status = web.status()
                     series.rates.count(web.stats_entries())
                 except LocustWebError:
                     continue
+                if died and runner["state"] not in ("cleanup", "stopping", "stopped"):
+                    i = died[0]
+                    raise LocalRunError(f"Locust worker {i} exited with {worker_procs[i].returncode} during the run:\n"
+                                        f"{stack.procs.log_tail(f'locust-worker-{i}', lines=3)}")
                 now = time.time()
                 # CPU over the second since the previous tick, measured here rather than taken from Locust's worker
                 # reports, which lag by up to 5 s. It is the steady window's when every user ran at both its ends.

@@ -69,6 +69,21 @@ def test_a_file_without_a_user_class_is_refused_by_locusts_own_loader(tmp_path):
     assert result.returncode == 2 and "no User class" in result.stderr, result.stderr
 
 
+def test_in_the_open_model_a_taskset_with_its_own_wait_time_stops_the_run_naming_it(tmp_path):
+    """Its requests would go out on its own clock, not at the rate: the worker refuses to start, and the run ends at
+    once with the worker's words, not after sending nothing for its whole run time."""
+    mine = tmp_path / "paced.py"
+    mine.write_text("from locust import HttpUser, TaskSet, between, task\n\n\nclass Checkout(TaskSet):\n"
+                    "    wait_time = between(1, 2)\n\n    @task\n    def page(self):\n"
+                    "        self.client.get('/1kb')\n\n\nclass Shopper(HttpUser):\n    tasks = [Checkout]\n")
+    result = loadtest("local", "-f", str(mine), "--workers", "1", "--arrival-rate", "50", "--run-time", "30s",
+                      env={})
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "Locust worker 0 exited with 1 during the run" in result.stderr, result.stderr
+    assert "TaskSet Checkout of Shopper has a wait_time of its own" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_calibrate_f_gives_the_examples_figure_per_core_and_plan_sizes_for_it(offline, tmp_path):
     calibration = tmp_path / "calibration.json"
     result = loadtest("calibrate", "-f", str(SHOP / "locustfile.py"), "--requirements", str(SHOP / "requirements.txt"),

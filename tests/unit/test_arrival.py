@@ -109,3 +109,23 @@ def test_slots_that_found_no_user_free_make_the_target_the_limit_unless_the_work
     assert verdict.judge(verdict.Window.of(cool, late_starts=0.0, late_users=0.005)).kind == verdict.HEALTHY
     both = verdict.judge(verdict.Window.of(cool, late_starts=0.03, late_users=0.025))
     assert both.kind == verdict.GENERATOR_BOUND
+
+
+def test_a_taskset_with_a_wait_time_of_its_own_is_named():
+    """Its requests would go out on its own clock, not the rate's: the process refuses to start, naming it."""
+    from locust import HttpUser, TaskSet, between, task
+
+    class Browse(TaskSet):
+        @task
+        def page(self):
+            pass
+
+    class Checkout(TaskSet):
+        wait_time = between(1, 2)
+        tasks = [Browse]
+
+    class Shopper(HttpUser):
+        tasks = [Browse, Checkout]
+
+    assert loadtest_arrival.own_wait_times(Shopper.tasks) == ["Checkout"]
+    assert loadtest_arrival.own_wait_times([Browse]) == []

@@ -148,6 +148,8 @@ def test_in_the_open_model_the_collector_exports_the_offered_rate_slots_and_late
     assert got[("locust_worker_late_starts_total", ("cause", "cpu"), ("worker", a))] == 1
     assert got[("locust_worker_late_starts_total", ("cause", "users"), ("worker", a))] == 2
     assert not [key for key in got if ("worker", "gone_" + "c" * 32) in key]
+    # The series of the worker that left end; the run's arrival.json still counts what it sent.
+    assert totals.to_json()["slots"] == 600 and totals.to_json()["late_starts"] == {"users": 4, "cpu": 2}
 
 
 def test_in_the_closed_model_there_is_no_open_model_series(master):

@@ -19,7 +19,7 @@ A request started more than LATE_S after its slot is a late start, counted per w
   cpu    a user was waiting but the worker woke it late: the worker's CPU is at its ceiling, the generator's limit.
 
 Every User class loaded gets the schedule in place of its wait_time (and before its first task). A TaskSet with a
-wait_time of its own keeps it. Metrics (on the master, through loadtest_metrics):
+wait_time of its own would send on its own clock, not the rate's: the process refuses to start, naming it. Metrics (on the master, through loadtest_metrics):
   locust_arrival_rate_offered_rps               the rate asked for, all workers together
   locust_worker_arrival_slots_total{worker}     slots the worker's schedule handed out
   locust_worker_late_starts_total{worker,cause} late starts, cause "users" or "cpu"
@@ -38,7 +38,7 @@ import time
 import gevent
 from gevent.event import Event
 from gevent.local import local
-from locust import events
+from locust import TaskSet, events
 from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import RequestStats, StatsEntry
 
@@ -164,6 +164,18 @@ class Totals:
 
 # --- the process that runs the users (a worker, or a standalone Locust) ----------------------------------------------
 
+def own_wait_times(tasks) -> list[str]:
+    """The TaskSets among `tasks`, and theirs, that define a wait_time of their own (a TaskSet's default defers to
+    its user's, which the schedule replaces)."""
+    found = []
+    for task in tasks:
+        if isinstance(task, type) and issubclass(task, TaskSet):
+            if any("wait_time" in vars(c) for c in task.__mro__ if c not in TaskSet.__mro__):
+                found.append(task.__name__)
+            found += own_wait_times(task.tasks)
+    return found
+
+
 _iteration = local()  # per user greenlet: how late its current task started, in ms
 
 
@@ -190,6 +202,10 @@ def _install_schedule(environment, schedule: Schedule, counts: Counts) -> Event:
         return 0
 
     for user_class in environment.user_classes:
+        if own := own_wait_times(user_class.tasks):
+            raise SystemExit(f"{RATE_ENV}: TaskSet {', '.join(own)} of {user_class.__name__} has a wait_time of its "
+                             "own, which would send on its own clock, not at the rate; remove it (the open model's "
+                             "schedule replaces every wait_time)")
         user_class.wait_time = wait_for_slot
         first = user_class.on_start
 

@@ -23,8 +23,8 @@ Metrics (counters reset when Locust resets its statistics; Prometheus' rate() ha
   locust_workers{state}                           connected workers per state (ready, running, missing, ...)
   locust_requests_total{method,name}              requests, failed ones included
   locust_request_failures_total{method,name}      failed requests
-  locust_response_time_seconds{method,name,quantile}       p50/p95/p99 over the last ~10 s, per request name
-  locust_aggregated_response_time_seconds{quantile}        p50/p95/p99 over the last ~10 s, all requests
+  locust_response_time_seconds{method,name,quantile}       p50/p95/p99/p99.9 over the last ~10 s, per request name
+  locust_aggregated_response_time_seconds{quantile}        p50/p95/p99/p99.9 over the last ~10 s, all requests
   locust_worker_cpu_usage_cores{worker}           CPU the worker process used (Locust's 10 s measurement)
   locust_worker_cpu_limit_cores{worker}           the worker's CPU limit; +Inf without one
   locust_worker_memory_bytes{worker}              resident memory of the worker process
@@ -66,7 +66,7 @@ STATE_ROUTE = "/loadtest/state"
 # Key of this plugin's part of a worker's stats report.
 REPORT_KEY = "loadtest_metrics"
 STATES = (STATE_INIT, STATE_SPAWNING, STATE_RUNNING, STATE_CLEANUP, STATE_STOPPING, STATE_STOPPED, STATE_MISSING)
-QUANTILES = (0.5, 0.95, 0.99)
+QUANTILES = (0.5, 0.95, 0.99, 0.999)
 
 logger = logging.getLogger(__name__)
 
