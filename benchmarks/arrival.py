@@ -50,7 +50,7 @@ class Step:
 def locust_step(url: str, rate: float, seconds: int, workdir: Path) -> Step:
     """One standalone Locust on CPU 1 at `rate` for `seconds`."""
     workdir.mkdir(parents=True)
-    env = {**os.environ, localrun.ARRIVAL_RATE_ENV: f"{rate:g}", localrun.ARRIVAL_FILE_ENV: str(workdir / arrival.FILE),
+    env = {**os.environ, localrun.ARRIVAL_RATE_ENV: repr(rate), localrun.ARRIVAL_FILE_ENV: str(workdir / arrival.FILE),
            localrun.RESET_STATS_ENV: "true"}
     users = arrival.pool_size(rate, 1)
     cmd = ["taskset", "-c", str(GENERATOR_CPU), *locust_command(scenarios.get("keepalive_1kb").locustfile),
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         url = f"{target.url}/1kb"
         print(f"{'offered':>8} {'achieved':>9} {'late':>7} {'p50':>6} {'p99':>6}  (Locust open model, 1 core)")
         best = None
-        for rate in sorted(rates):
+        for rate in sorted(set(rates)):
             step = locust_step(target.url, rate, args.step_s, workdir / f"rate-{rate:g}")
             print(f"{step.offered:>8,.0f} {step.achieved:>9,.0f} {step.late_share:>7.2%} {step.p50_ms:>4g}ms "
                   f"{step.p99_ms:>4g}ms  {'held' if step.held else 'NOT held'}", flush=True)
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         reference = vegeta.max_rate(url, duration_s=args.step_s, cpus=1, pin=[GENERATOR_CPU])
     except RunFailed as e:
         print(f"arrival benchmark: {e}", file=sys.stderr)
-        return 1
+        return checks.RUN_FAILED
     finally:
         if target is not None:
             stop(target.proc)

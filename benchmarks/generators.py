@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from loadtest import paths, scenarios
+from loadtest import checks, paths, scenarios
 from loadtest.runtime.cpu import cpu_seconds, process_tree
 from loadtest.runtime.locust import command as locust_command
 from loadtest.runtime.processes import free_port, stop
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(measure(name, target, args.connections, args.duration, workdir))
     except RuntimeError as e:
         print(f"generators: {e}", file=sys.stderr)
-        return 1
+        return checks.RUN_FAILED  # 4: the measurement could not be made (1 means a check failed)
     finally:
         if target is not None:
             stop(target.proc)
