@@ -87,8 +87,6 @@ class LocalDriver:
                              "from the generator, so the steps would not compare")
         if workers < 1 or wait_s < 0:
             raise SweepError("--workers must be at least 1 and --wait not negative")
-        if spec.open_model and wait_s:
-            raise SweepError("--wait with --sweep arrival-rate: the rate sets when each request goes; drop --wait")
         self.scenario = scenarios.get(scenario)
         self.tls_mode = tls_mode or self.scenario.default_tls_mode
         targets.check_tls_mode(self.scenario, targets.get(target), self.tls_mode)

@@ -129,3 +129,12 @@ def test_a_taskset_with_a_wait_time_of_its_own_is_named():
 
     assert loadtest_arrival.own_wait_times(Shopper.tasks) == ["Checkout"]
     assert loadtest_arrival.own_wait_times([Browse]) == []
+
+
+def test_the_cli_names_the_plugins_settings_as_the_plugin_does():
+    """The CLI keeps its own copy of the names (importing the plugin would import Locust and patch the CLI's
+    sockets); they must stay the plugin's."""
+    from loadtest.runtime import localrun
+
+    assert (localrun.ARRIVAL_RATE_ENV, localrun.ARRIVAL_FILE_ENV) == (loadtest_arrival.RATE_ENV,
+                                                                       loadtest_arrival.FILE_ENV)
