@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from loadtest import arrival, checks, scenarios, verdict
+from loadtest import arrival, checks, locuststats, scenarios, verdict
 from loadtest.runtime import localrun, vegeta
 from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
@@ -89,6 +89,13 @@ def test_a_stall_hides_from_the_closed_model_and_shows_in_the_open_one(start_ngi
     # response time's, and its median is a loopback figure.
     assert opened.arrival.service_time_ms[0.5] < 50
     assert opened.arrival.service_time_ms[0.999] <= opened.p999_ms
+
+    # --check 'p99<200ms', judged as `loadtest run` judges it (Locust's statistics of the run): the SLO the open model
+    # holds the stall to fails, and the closed model's passes over the same stall.
+    slo = checks.parse(["p99<200ms"])
+    (closed_p99,) = checks.judge(slo, locuststats.figures(tmp_path / "closed" / "stats.json"))
+    (open_p99,) = checks.judge(slo, locuststats.figures(tmp_path / "open" / "stats.json"))
+    assert closed_p99.passed and not open_p99.passed, (closed_p99.describe(), open_p99.describe())
 
 
 def test_open_model_holds_a_rate_like_vegeta(start_nginx, tmp_path):
