@@ -13,6 +13,7 @@ import time
 
 import junitparser
 import pytest
+from interrupt import sigint_restored
 
 from loadtest import checks, paths, scenarios, verdict
 from loadtest.runtime.locust import MASTER, RESET_STATS_ENV, Locust
@@ -115,7 +116,8 @@ def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
     out = tmp_path / "interrupted"
     proc = subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), "--workers",
                              "1", "--users", "5", "--wait", "0.05", "--run-time", "60s", "--check", "rps>=1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=sigint_restored)
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S * 2
         # Interrupted once the master has counted requests (the workers report every 3 s): those must be kept.

@@ -18,6 +18,7 @@ import sys
 import time
 
 import pytest
+from interrupt import sigint_restored
 
 from loadtest import calibration, commands, report, sweep
 from loadtest.runtime import sweep_local
@@ -164,7 +165,8 @@ def test_a_sweep_interrupted_after_two_steps_leaves_both_in_its_report(tmp_path)
     cmd = [sys.executable, "-m", "loadtest", "sweep", "--local", "--target", "backend", "--scenario", "keepalive_1kb",
            "--steps", "4,8,16,32", "--warmup", f"{WARMUP_S}s", "--hold", f"{HOLD_S}s", "--wait", "0.01",
            "--output", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                            preexec_fn=sigint_restored)
     try:
         deadline = time.monotonic() + 180
         while not (out / "sweep.json").exists() or len(json.loads((out / "sweep.json").read_text())["steps"]) < 2:

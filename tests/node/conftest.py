@@ -129,6 +129,15 @@ class Prometheus(prom.Prometheus):
         result = self.query(promql)
         return float(result[0]["value"][1]) if result else None
 
+    def wait_for_data(self, promql: str, what: str, timeout: float = 90) -> list[dict]:
+        """Poll until the query has a series; returns them (no NaN nor infinity), or fails naming `what`."""
+        deadline = time.monotonic() + timeout
+        while not (result := self.query(promql)):
+            assert time.monotonic() < deadline, f"{what}: no data after {timeout:.0f} s for {promql}"
+            time.sleep(3)
+        assert all(s["value"][1] not in ("NaN", "+Inf", "-Inf") for s in result), (promql, result)
+        return result
+
     def wait(self, promql: str, ok, timeout: float = 120) -> float:
         """Poll until ok(value) (value None: no series); returns the value, or fails naming the query."""
         deadline = time.monotonic() + timeout

@@ -1,11 +1,11 @@
 """The open model on the real node: `locust.load.arrivalRate` makes the chart's master split the rate over its worker,
 the pool it sizes holds it, and the release's Prometheus shows what the rules and the dashboards read: the offered
-rate, the achieved one, no late starts, and both latencies."""
+rate, the achieved one, no late starts, both latencies, and data in every open-model panel."""
 from __future__ import annotations
 
 from conftest import Prometheus, install, wait_ready
 
-from loadtest import arrival, verdict
+from loadtest import arrival, dashboards, verdict
 
 RATE = 1000
 RELEASE = 'release="lt"'
@@ -35,3 +35,7 @@ def test_the_chart_holds_its_arrival_rate_and_the_rules_see_it(cluster, namespac
           f"p99 response {response * 1000:.1f} ms, service {service * 1000:.1f} ms; generator-bound {generator_bound}")
     assert late < verdict.LATE_STARTS and (waiting or 0) < verdict.LATE_STARTS
     assert generator_bound != 1
+    open_panels = [(b, p, e) for b, p, e in dashboards.all_panel_queries() if dashboards.needs_open_model(e)]
+    assert len(open_panels) >= 5, open_panels  # offered vs achieved, both latencies, late starts by cause
+    for board, panel, expr in open_panels:
+        prometheus.wait_for_data(dashboards.resolve(expr, namespace, "lt"), f"{board} / {panel}")

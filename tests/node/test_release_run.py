@@ -14,6 +14,7 @@ import time
 import psutil
 import pytest
 from conftest import install, master, wait_ready
+from interrupt import sigint_restored
 
 RUN_FILES = {"result.json", "checks.xml", "summary.md", "report.html", "stats.json", "stats_stats.csv",
              "stats_failures.csv", "stats_exceptions.csv", "series.csv"}
@@ -31,7 +32,8 @@ def loadtest_run(cluster, namespace: str, out, *args: str) -> subprocess.Popen:
     env.pop("LOADTEST_LOCUST_AUTH", None)  # the credentials come from the release's Secret
     return subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--release", "lt", "--namespace", namespace,
                              "--kubeconfig", str(cluster.kubeconfig), "--output", str(out), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=sigint_restored)
 
 
 def port_forwards(kubeconfig) -> list[psutil.Process]:
