@@ -1,0 +1,96 @@
+"""The whole suite, a layer at a time: what `scripts/test` runs when given no arguments.
+
+Each layer is its own pytest session, so a layer's clusters and processes are gone before the next layer starts (a
+session-wide fixture would keep the cluster layer's control plane up, idle noise, through the timing-sensitive
+dataplane and node layers). The end of the output is a table: the set-up's wall time, then each layer's wall time
+and test counts, then the slowest tests of the whole suite.
+
+Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
+(2 interrupted, 3 internal error, 4 usage error, 5 no tests collected).
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import LAYERS
+
+TESTS = Path(__file__).resolve().parent
+SLOWEST = 30
+
+
+@dataclass
+class Layer:
+    name: str
+    seconds: float = 0.0
+    exit_code: int = 0
+    tests: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
+def run(layer: Layer, junit: Path) -> list[tuple[float, str]]:
+    """Run one layer's pytest session; fill in its figures; return (seconds, test id) of each of its tests."""
+    print(f"\n===== layer {layer.name} =====", flush=True)
+    started = time.monotonic()
+    layer.exit_code = subprocess.run([sys.executable, "-m", "pytest", "-m", layer.name, f"--junitxml={junit}",
+                                      str(TESTS / layer.name)], cwd=TESTS.parent).returncode
+    layer.seconds = time.monotonic() - started
+    if not junit.exists():  # pytest stopped before writing it (a usage error, an interrupt while collecting)
+        return []
+    cases = []
+    for suite in ElementTree.parse(junit).getroot().iter("testsuite"):
+        layer.tests += int(suite.get("tests", 0))
+        layer.failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        layer.skipped += int(suite.get("skipped", 0))
+        cases += [(float(case.get("time", 0)), f"{case.get('classname')}::{case.get('name')}")
+                  for case in suite.iter("testcase")]
+    return cases
+
+
+def table(setup_s: float, layers: list[Layer], cases: list[tuple[float, str]]) -> str:
+    rows = [f"{'step':<10} {'wall':>6} {'tests':>6} {'failed':>6} {'skipped':>7}",
+            f"{'set-up':<10} {minutes(setup_s):>6}"]
+    rows += [f"{layer.name:<10} {minutes(layer.seconds):>6} {layer.tests:>6} {layer.failed:>6} {layer.skipped:>7}"
+             + ("" if layer.exit_code in (0, 1) else f"  (pytest exit {layer.exit_code})") for layer in layers]
+    total = setup_s + sum(layer.seconds for layer in layers)
+    rows.append(f"{'total':<10} {minutes(total):>6} {sum(layer.tests for layer in layers):>6} "
+                f"{sum(layer.failed for layer in layers):>6} {sum(layer.skipped for layer in layers):>7}")
+    rows += ["", f"The {SLOWEST} slowest tests (set-up, call and teardown):"]
+    rows += [f"{minutes(seconds):>6}  {name}" for seconds, name in sorted(cases, reverse=True)[:SLOWEST]]
+    return "\n".join(rows)
+
+
+def exit_code(layers: list[Layer]) -> int:
+    codes = [layer.exit_code for layer in layers]
+    return 1 if 1 in codes else next((code for code in codes if code), 0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setup-seconds", type=float, default=0.0, help="the set-up's wall time, for the table")
+    args = parser.parse_args()
+    layers, cases = [Layer(name) for name in LAYERS], []
+    with tempfile.TemporaryDirectory(prefix="loadtest-layers-") as reports:
+        try:
+            for layer in layers:
+                cases += run(layer, Path(reports) / f"{layer.name}.xml")
+        except KeyboardInterrupt:
+            print("\ninterrupted", file=sys.stderr)
+            return 130
+    print("\n===== suite time =====\n" + table(args.setup_seconds, layers, cases), flush=True)
+    return exit_code(layers)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
