@@ -13,12 +13,14 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
 import tarfile
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
@@ -98,10 +100,44 @@ def _content_key(name: str) -> str:
     for source in sorted(image.binaries.values()):
         digest.update(_file_hash(binary(source)).encode())
     for spec in image.requirements:
-        digest.update(spec.encode() + (paths.HOME / spec.partition("#")[0]).read_bytes())
+        digest.update(spec.encode() + _pins(spec))
     if image.base:
         digest.update(content_key(IMAGES[image.base]).encode())
     return digest.hexdigest()[:16]
+
+
+def _pins(spec: str) -> bytes:
+    """What a requirement spec installs, for the key: a whole FILE, or of `FILE#PACKAGE` only the lines pinning
+    PACKAGE and what it depends on (a test-only pin elsewhere in FILE rebuilds no image)."""
+    file, _, package = spec.partition("#")
+    text = (paths.HOME / file).read_text()
+    if not package:
+        return text.encode()
+    closure = _dependencies(package)
+    return "\n".join(line for line in text.splitlines() if _name(line) in closure).encode()
+
+
+def _name(requirement: str) -> str:
+    """The canonical project name a requirement line or a `Requires-Dist` entry starts with ("" for a comment)."""
+    found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", found.group(1)).lower() if found else ""
+
+
+def _dependencies(package: str) -> set[str]:
+    """PACKAGE and everything it needs, as installed in this venv (which requirements.txt pins); an extra's own
+    dependencies are not installed by `pip install PACKAGE`, so they are left out."""
+    found, todo = set(), [_name(package)]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:  # a dependency of another platform, not installed here
+            continue
+        todo += [_name(r) for r in requires if "extra ==" not in r.partition(";")[2]]
+    return found
 
 
 def archive_path(image: Image) -> Path:
