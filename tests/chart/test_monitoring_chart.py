@@ -126,6 +126,76 @@ def test_the_rules_file_is_what_both_modes_load(helm):
     assert yaml.safe_load(config["loadtest.rules.yaml"]) == source
 
 
+# Every look-back of the rules file: the ranges of its expressions and its alerts' `for:`.
+RANGE = re.compile(r"\[([0-9]+[smh])\]")
+FOR = re.compile(r"^\s+for: (\S+)$", re.M)
+
+
+def rendered_rules(helm, *args: str) -> dict[str, str]:
+    """The rules each mode loads, as text: the in-chart Prometheus' file and the PrometheusRule's spec."""
+    config = helm.render(None, *MONITORING, *args).get("ConfigMap", f"{RELEASE}-prometheus")["data"]
+    (rule,) = helm.render(None, *OPERATOR, *args).of_kind("PrometheusRule")
+    return {"inChart": config["loadtest.rules.yaml"], "operator": yaml.safe_dump(rule["spec"])}
+
+
+def test_every_look_back_of_the_rules_file_is_one_or_two_windows():
+    """The templates scale `[1m]`, `[2m]`, `for: 1m` and `for: 2m` to monitoring.rules.windowSeconds: another
+    duration in the file would keep its minutes in a release with a short window."""
+    text = rules.RULES_FILE.read_text()
+    assert set(RANGE.findall(text)) == {"1m", "2m"}
+    assert set(FOR.findall(text)) == {"1m", "2m"}
+
+
+def test_a_short_window_renders_every_range_and_for_short_in_both_modes(helm, promtool, tmp_path):
+    """monitoring.rules.windowSeconds=30: each minute of the file becomes 30 s, each two minutes 60 s (whole minutes
+    render as minutes), in the in-chart Prometheus' rules and in the PrometheusRule alike; nothing else changes."""
+    short = ("--set", "monitoring.rules.windowSeconds=30", "--set", "monitoring.prometheus.scrapeInterval=5s")
+    source = rules.RULES_FILE.read_text()
+    for mode, text in rendered_rules(helm, *short).items():
+        loaded = yaml.safe_load(text)
+        assert set(RANGE.findall(text)) == {"30s", "1m"}, mode
+        assert set(FOR.findall(text)) == {"30s", "1m"}, mode
+        alerts = {r["alert"]: r for group in loaded["groups"] for r in group["rules"] if "alert" in r}
+        assert alerts["LoadGeneratorSaturated"]["for"] == "1m", mode
+        assert "[1m])" in alerts["LoadGeneratorSaturated"]["expr"], mode
+        assert alerts["WorkersMissing"]["for"] == "30s", mode
+        throttling = next(r["expr"] for g in loaded["groups"] for r in g["rules"]
+                          if r.get("record") == "loadtest:worker_cpu_throttling:ratio")
+        assert "[30s]" in throttling and "[1m]" not in throttling, mode
+        # The same rules with the file's durations back: only the look-backs differ.
+        back = RANGE.sub(lambda m: {"30s": "[1m]", "1m": "[2m]"}[m.group(1)], text)
+        back = FOR.sub(lambda m: m.group(0).replace(m.group(1), {"30s": "1m", "1m": "2m"}[m.group(1)]), back)
+        assert yaml.safe_load(back) == yaml.safe_load(source), mode
+        (tmp_path / f"{mode}.rules.yaml").write_text(text)
+        checked = run(promtool, "check", "rules", str(tmp_path / f"{mode}.rules.yaml"))
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_default_window_and_a_long_one_render_as_minutes(helm):
+    assert {mode: yaml.safe_load(text) for mode, text in rendered_rules(helm).items()} == {
+        mode: yaml.safe_load(rules.RULES_FILE.read_text()) for mode in MODES}
+    for mode, text in rendered_rules(helm, "--set", "monitoring.rules.windowSeconds=120").items():
+        assert set(RANGE.findall(text)) == {"2m", "4m"} and set(FOR.findall(text)) == {"2m", "4m"}, mode
+
+
+@pytest.mark.parametrize("window, scrape, floor, fix", [("30", "15s", 60, "at most 7s"), ("45", "30s", 60, "at most 11s"),
+                                                        ("16", "5s", 20, "at most 4s")])
+def test_a_window_of_too_few_scrapes_is_refused_with_the_fix(helm, window, scrape, floor, fix):
+    stderr = helm.refusal(*MONITORING, "--set", f"monitoring.rules.windowSeconds={window}",
+                          "--set", f"monitoring.prometheus.scrapeInterval={scrape}")
+    assert (f"monitoring.rules.windowSeconds {window} holds fewer than four scrapes of "
+            f"monitoring.prometheus.scrapeInterval {scrape}") in stderr, stderr
+    assert f"set monitoring.rules.windowSeconds={floor} or more" in stderr and fix in stderr, stderr
+
+
+def test_the_floor_is_four_scrapes_or_the_minute_the_file_is_written_for(helm):
+    """Four scrapes render (20 s at 5 s); the default minute renders at the 30 s maximum scrape interval, as it did
+    before the window was a value."""
+    helm.render(None, *MONITORING, "--set", "monitoring.rules.windowSeconds=20",
+                "--set", "monitoring.prometheus.scrapeInterval=5s")
+    helm.render(None, *MONITORING, "--set", "monitoring.prometheus.scrapeInterval=30s")
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_dashboards_ship_as_generated(helm, mode):
     rendered = helm.render(None, *MODES[mode])
