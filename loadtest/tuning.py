@@ -27,8 +27,9 @@ RAISE_USERS = "raise-users"
 IDLE = "start-a-swarm"  # no steady window: nothing to judge (no rule series either)
 DIAGNOSES = (WORKERS_PENDING, WHOLE_CORE, MORE_GENERATOR, SWEEP_TARGET, RAISE_USERS)
 
-# The window tune judges, the same as the rule's range ([1m]): the last minute's steady samples.
-WINDOW_S = 60
+# The window tune judges is the rules' (monitoring.rules.windowSeconds, the rule's range `[1m]` as the chart renders
+# it): the last window's steady samples. A release whose chart has no such value judges the minute.
+DEFAULT_WINDOW_S = 60
 # More workers for saturated ones: enough that the busiest would sit at this share of its core, room for the rate to
 # grow by a third before it saturates again.
 GENERATOR_AIM = 0.75
@@ -38,6 +39,12 @@ MAX_USERS_FACTOR = 4
 # Cluster pods the sizing places in every way (its worst placement is exponential in their count); beyond, the pods
 # are counted where they run now.
 MAX_PLACED_PODS = 8
+
+
+def window_s(values: dict) -> int:
+    """The release's rules window in seconds, from its values (helm get values --all)."""
+    window = ((values.get("monitoring") or {}).get("rules") or {}).get("windowSeconds")
+    return int(window) if window else DEFAULT_WINDOW_S
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,7 @@ class Snapshot:
     group: NodeGroup | None = None  # None: the nodes could not be read
     no_window: str | None = None  # why there is no steady window, when there is none
     arrival_rate: float | None = None  # locust.load.arrivalRate (the open model); None in the closed model
+    window_s: int = DEFAULT_WINDOW_S  # the window judged: the release's rules window
 
 
 @dataclass(frozen=True)
@@ -164,9 +172,9 @@ def advise(s: Snapshot) -> Advice:
             nodes_to_add=add, usd_per_hour=cost)
     w = s.window
     if w is None or not s.users:
-        return Advice(IDLE, f"no steady window of {WINDOW_S} s to judge ({s.no_window or 'no users running'})",
+        return Advice(IDLE, f"no steady window of {s.window_s} s to judge ({s.no_window or 'no users running'})",
                       next_step="start the swarm (the web UI, `loadtest run --release`, or locust.mode autostart) "
-                                f"and run tune again once every user has run for {WINDOW_S} s")
+                                f"and run tune again once every user has run for {s.window_s} s")
     v = verdict.judge(w)
     figures = [f"steady window: {w.samples} sample(s), {s.users} users, "
                + (f"{s.rps:,.0f} RPS" if s.rps is not None else "RPS unknown")

@@ -4,9 +4,9 @@ field would make next, with the figures behind it.
     loadtest tune --release lt --namespace lt              # the diagnosis and the helm upgrade it would run
     loadtest tune --release lt --namespace lt --apply      # run it (asks first), then show before and after
 
-It reads the release's values (helm), its worker pods and the nodes they may run on (kubectl), and the last minute
-of steady samples in the release's Prometheus (every user running), through port-forwards it opens and closes
-itself. The diagnosis, in this order: worker pods Pending (ask for the workers that fit, or add nodes); the
+It reads the release's values (helm), its worker pods and the nodes they may run on (kubectl), and the last window
+of steady samples in the release's Prometheus (every user running; the window is the release's rules window,
+monitoring.rules.windowSeconds, a minute by default), through port-forwards it opens and closes itself. The diagnosis, in this order: worker pods Pending (ask for the workers that fit, or add nodes); the
 generator saturated with workers below a core or throttled (give each a whole core, as many as the nodes hold);
 whole workers saturated (more workers where the nodes have room, else how many nodes to add and their cost); the
 target saturated (the generator is fine: sweep the target's CPUs); neither (raise the users, from the RPS each
@@ -89,7 +89,7 @@ def run(args) -> int:
         web = stack.enter_context(target.port_forward("locust-master", "web"))
         after = tune.after_change(target, prometheus, web, target.web_credentials())
         outcome = tuning.Outcome(before, after)
-        print("Before and after (steady windows of a minute)")
+        print(f"Before and after (steady windows of {before.window_s} s)")
         for line in outcome.table():
             print(line)
         if worse := outcome.worse:

@@ -15,8 +15,6 @@ from .sweeper import SweepFailed, measure
 
 ROLLOUT_TIMEOUT = "10m"
 WORKERS_TIMEOUT_S = 180
-# The rules' rates look back a minute: after a change, this long before a window holds none of the old workers.
-RATE_WINDOW_S = 60
 
 
 def quantity_mi(text: str) -> int:
@@ -117,20 +115,22 @@ def pending_workers(release: Release) -> int:
 
 
 def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
-    """The release now: its values, Pending workers, worker nodes, and the last WINDOW_S of steady samples."""
-    locust = release.values().get("locust", {})
+    """The release now: its values, Pending workers, worker nodes, and the last window of steady samples (the
+    release's rules window, monitoring.rules.windowSeconds)."""
+    values = release.values()
+    locust, span = values.get("locust", {}), tuning.window_s(values)
     worker = release.labelled("deployment", "locust-worker")
     window = rps = fail_ratio = p95 = no_window = None
     users = 0
     scrape = prometheus.scrape_interval_s()
     # The rules' steady samples (1 with every user running) of the window, one an evaluation (a scrape interval).
     steady = prometheus.scalar(f'sum(sum_over_time(loadtest:steady:bool{{release="{release.name}"}}'
-                               f'[{tuning.WINDOW_S}s]))') or 0
+                               f'[{span}s]))') or 0
     try:
-        if steady * scrape < tuning.WINDOW_S:
-            raise SweepFailed(f"every user ran for {steady * scrape:.0f} s of the last {tuning.WINDOW_S} s; run tune "
-                              f"again in {tuning.WINDOW_S - steady * scrape:.0f} s")
-        f = measure(prometheus, release.name, time.time(), tuning.WINDOW_S, scrape)
+        if steady * scrape < span:
+            raise SweepFailed(f"every user ran for {steady * scrape:.0f} s of the last {span} s; run tune "
+                              f"again in {span - steady * scrape:.0f} s")
+        f = measure(prometheus, release.name, time.time(), span, scrape)
         window, rps, p95, users = f["window"], f["rps"], f["p95_ms"], round(f["users"])
         fail_ratio = f["failures"] / f["requests"] if f["requests"] else None
     except SweepFailed as e:
@@ -141,7 +141,8 @@ def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
         worker_memory_mi=quantity_mi(locust.get("worker", {}).get("memory", "512Mi")),
         replicas=int(worker["spec"]["replicas"]), pending=pending_workers(release), users=users, rps=rps,
         fail_ratio=fail_ratio, p95_ms=p95, window=window, group=node_group(release, worker),
-        no_window=no_window, arrival_rate=float(locust.get("load", {}).get("arrivalRate") or 0) or None)
+        no_window=no_window, arrival_rate=float(locust.get("load", {}).get("arrivalRate") or 0) or None,
+        window_s=span)
 
 
 def check_release(release: Release) -> dict:
@@ -178,13 +179,14 @@ def rollback(release: Release, to: int, progress=print) -> None:
 def after_change(release: Release, prometheus: Prometheus, web_url: str, credentials: str | None,
                  progress=print) -> tuning.Snapshot:
     """The first steady window that holds only the changed release: every worker connected, then the rules' rate
-    window and one tune window."""
+    window (the release's rules window) and one tune window."""
     replicas = int(release.labelled("deployment", "locust-worker")["spec"]["replicas"])
     LocustWeb(web_url, credentials).wait_workers(replicas, WORKERS_TIMEOUT_S)
     scrape = prometheus.scrape_interval_s()
-    wait_s = RATE_WINDOW_S + tuning.WINDOW_S + 2 * scrape
-    progress(f"{replicas} worker(s) connected; watching the next steady window ({wait_s:.0f} s: the rules' minute "
-             "forgets the old workers, then a minute is judged)")
+    span = tuning.window_s(release.values())
+    wait_s = 2 * span + 2 * scrape
+    progress(f"{replicas} worker(s) connected; watching the next steady window ({wait_s:.0f} s: the rules' "
+             f"{span} s window forgets the old workers, then {span} s are judged)")
     deadline = time.monotonic() + wait_s
     while (left := deadline - time.monotonic()) > 0:
         time.sleep(min(15.0, left))

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import yaml
 
-from loadtest import catalog, profiles, rules, sizing, tuning, verdict
+from loadtest import catalog, paths, profiles, rules, sizing, tuning, verdict
 
 C5_XLARGE = catalog.get("c5.xlarge")
 
@@ -134,7 +135,7 @@ def test_the_rules_advice_names_tunes_diagnoses_over_tunes_window():
     shares = [r["expr"] for r in rules.rules()
               if r.get("record") in ("loadtest:generator_saturated_steady:share1m", "loadtest:workers_starved:bool",
                                      "loadtest:workers_pending:count")]
-    assert len(shares) == 3 and all(f"[{tuning.WINDOW_S // 60}m]" in expr for expr in shares)
+    assert len(shares) == 3 and all(f"[{tuning.DEFAULT_WINDOW_S // 60}m]" in expr for expr in shares)
 
 
 def test_with_more_pods_than_the_sizing_places_every_way_they_count_where_they_run():
@@ -145,3 +146,50 @@ def test_with_more_pods_than_the_sizing_places_every_way_they_count_where_they_r
     assert group.holds(1000, 512) == 2 + 3
     assert group.holds(1000, 512, nodes=3) == 2 + 3 + 3
     assert group.nodes_for(7, 1000, 512) == 3
+
+
+def test_tune_judges_the_releases_rules_window_and_a_minute_without_one():
+    """The window is the release's monitoring.rules.windowSeconds (helm get values --all holds the chart's default,
+    60); a release of a chart without the value judges the minute its rules were written for."""
+    defaults = yaml.safe_load((paths.CHART / "charts" / "monitoring" / "values.yaml").read_text())
+    assert tuning.window_s({"monitoring": defaults}) == tuning.DEFAULT_WINDOW_S == 60
+    assert tuning.window_s({"monitoring": {"enabled": True, "rules": {"windowSeconds": 30}}}) == 30
+    assert tuning.window_s({"monitoring": {"enabled": True}}) == 60
+    assert tuning.window_s({}) == 60
+    idle = tuning.advise(replace(THIN, window=None, users=0, window_s=30))
+    assert idle.diagnosis == tuning.IDLE and "no steady window of 30 s" in idle.summary
+    assert "every user has run for 30 s" in idle.next_step
+
+
+def test_snapshot_counts_the_steady_samples_of_the_releases_window(monkeypatch):
+    """tune's snapshot asks the release's Prometheus for the steady samples of the release's window, and names it
+    when the swarm has not run that long."""
+    from loadtest.runtime import tune
+
+    class Release:
+        name = "lt"
+
+        def values(self):
+            return {"locust": {"mode": "autostart", "worker": {"cpu": "100m"}},
+                    "monitoring": {"enabled": True, "rules": {"windowSeconds": 30}}}
+
+        def labelled(self, kind, component):
+            return {"spec": {"replicas": 1}}
+
+    class Prometheus:
+        queries: list[str] = []
+
+        def scrape_interval_s(self):
+            return 5.0
+
+        def scalar(self, expr, at=None):
+            self.queries.append(expr)
+            return 4  # 4 steady samples of 5 s: 20 s of the 30
+
+    monkeypatch.setattr(tune, "node_group", lambda release, worker: None)
+    monkeypatch.setattr(tune, "pending_workers", lambda release: 0)
+    prometheus = Prometheus()
+    s = tune.snapshot(Release(), prometheus)
+    assert s.window_s == 30 and s.window is None
+    assert prometheus.queries == ['sum(sum_over_time(loadtest:steady:bool{release="lt"}[30s]))']
+    assert s.no_window == "every user ran for 20 s of the last 30 s; run tune again in 10 s"
