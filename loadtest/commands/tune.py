@@ -6,7 +6,8 @@ field would make next, with the figures behind it.
 
 It reads the release's values (helm), its worker pods and the nodes they may run on (kubectl), and the last window
 of steady samples in the release's Prometheus (every user running; the window is the release's rules window,
-monitoring.rules.windowSeconds, a minute by default), through port-forwards it opens and closes itself. The diagnosis, in this order: worker pods Pending (ask for the workers that fit, or add nodes); the
+monitoring.rules.windowSeconds, a minute by default), through port-forwards it opens and closes itself. The
+diagnosis, in this order: worker pods Pending (ask for the workers that fit, or add nodes); the
 generator saturated with workers below a core or throttled (give each a whole core, as many as the nodes hold);
 whole workers saturated (more workers where the nodes have room, else how many nodes to add and their cost); the
 target saturated (the generator is fine: sweep the target's CPUs); neither (raise the users, from the RPS each

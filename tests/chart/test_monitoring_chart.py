@@ -178,7 +178,8 @@ def test_the_default_window_and_a_long_one_render_as_minutes(helm):
         assert set(RANGE.findall(text)) == {"2m", "4m"} and set(FOR.findall(text)) == {"2m", "4m"}, mode
 
 
-@pytest.mark.parametrize("window, scrape, floor, fix", [("30", "15s", 60, "at most 7s"), ("45", "30s", 60, "at most 11s"),
+@pytest.mark.parametrize("window, scrape, floor, fix", [("30", "15s", 60, "at most 7s"),
+                                                        ("45", "30s", 60, "at most 11s"),
                                                         ("16", "5s", 20, "at most 4s")])
 def test_a_window_of_too_few_scrapes_is_refused_with_the_fix(helm, window, scrape, floor, fix):
     stderr = helm.refusal(*MONITORING, "--set", f"monitoring.rules.windowSeconds={window}",
