@@ -125,6 +125,21 @@ def write(path: Path, figures: dict[str, dict], header: dict) -> None:
                                       indent=2) + "\n")
 
 
+def check_mergeable(path: Path, option: str = "--output") -> None:
+    """Refuse, before anything runs, an existing file that `merge` could not add a figure to."""
+    if not path.is_file():
+        return
+    try:
+        data = json.loads(path.read_text())
+        why = "" if isinstance(data, dict) and isinstance(data.get("scenarios"), dict) else \
+            f"a JSON {type(data).__name__} without a scenarios object"
+    except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+        why = f"not JSON: {e}"
+    if why:
+        raise CalibrationError(f"{option} {path} is not a calibration file ({why}), and the figure would be added to "
+                               "it; give another file, or move this one away")
+
+
 def merge(path: Path, scenario: str, entry: dict, header: dict) -> None:
     """Put one scenario's figure into a calibration file, keeping the others (a new file gets `header`)."""
     data = json.loads(path.read_text()) if path.exists() else {"date": datetime.date.today().isoformat(), **header,

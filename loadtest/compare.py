@@ -43,14 +43,16 @@ class Comparison:
         return checks.CHECK_FAILED if self.regressed else checks.PASSED
 
 
-def parse_share(text: str, option: str) -> float:
-    """5% or 0.05, as a fraction."""
+def parse_share(text: str, option: str, at_most: float | None = None) -> float:
+    """5% or 0.05, as a fraction; `at_most` (a fraction) where a larger share cannot happen (a drop above 100 %)."""
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise UsageError(f"{option} {text!r}: a percentage such as 5% (or a fraction such as 0.05)".strip()) from None
     if not math.isfinite(value) or value < 0:
         raise UsageError(f"{option} {text!r}: a share from 0 up, such as 5% or 0.05".strip())
+    if at_most is not None and value > at_most:
+        raise UsageError(f"{option} {text!r}: give at most {at_most:.0%}; nothing drops by more".strip())
     return value
 
 

@@ -88,6 +88,14 @@ def check_output(option: str, path: Path, folder: bool = True) -> None:
                          "path")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: you may not write in {ancestor}; give a path you can write")
+    # What the permissions do not tell: a file system that takes no new files (/proc, /sys, mounted read-only).
+    probe = ancestor / f".loadtest-probe-{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"{option} {path}: nothing can be written in {ancestor} ({e.strerror}); give another path") \
+            from None
 
 
 def pod_module(name: str) -> ModuleType:

@@ -10,20 +10,26 @@ _MEM = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "M": 1e6 / 2**20
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|M|G)$")
 
 
-def parse_cpu_m(text: str | int | float) -> int:
-    """'1000m', '1', '1.5' or 2 -> millicores."""
+def parse_cpu_m(text: str | int | float, at_least: int = 0) -> int:
+    """'1000m', '1', '1.5' or 2 -> millicores; below `at_least` millicores is refused (a container's CPU: 1)."""
     m = _CPU.match(str(text).strip())
     if not m:
         raise UsageError(f"CPU quantity {text!r} is not like '1000m' or '1.5'")
-    return int(m.group(1)) if m.group(1) else round(float(m.group(2)) * 1000)
+    millicores = int(m.group(1)) if m.group(1) else round(float(m.group(2)) * 1000)
+    if millicores < at_least:
+        raise UsageError(f"CPU quantity {text!r}: give at least {cpu(at_least)}, e.g. 1000m")
+    return millicores
 
 
-def parse_memory_mi(text: str) -> int:
-    """'512Mi', '1Gi', '1G' -> MiB (rounded down)."""
+def parse_memory_mi(text: str, at_least: int = 0) -> int:
+    """'512Mi', '1Gi', '1G' -> MiB (rounded down); below `at_least` MiB is refused (a container's memory: 1)."""
     m = _MEMORY.match(str(text).strip())
     if not m:
         raise UsageError(f"memory quantity {text!r} is not like '512Mi' or '1Gi'")
-    return int(float(m.group(1)) * _MEM[m.group(2)])
+    mib = int(float(m.group(1)) * _MEM[m.group(2)])
+    if mib < at_least:
+        raise UsageError(f"memory quantity {text!r}: give at least {memory(at_least)}, e.g. 512Mi")
+    return mib
 
 
 def cpu(millicores: int) -> str:

@@ -27,7 +27,12 @@ from . import owntest, types
 
 
 def from_sweep(args) -> int:
+    if args.locustfile or args.requirements:
+        raise UsageError(f"{'-f' if args.locustfile else '--requirements'} with --from-sweep: the figure comes from the "
+                         "sweep's report, which names its scenario; drop -f and --requirements, or --from-sweep to "
+                         "measure your test here")
     paths.check_output("--output", Path(args.output), folder=False)
+    calibration.check_mergeable(Path(args.output))
     scenario, figure = calibration.from_sweep(Path(args.from_sweep))
     out = Path(args.output)
     calibration.merge(out, scenario, figure, {"locust_version": locust.__version__,
@@ -67,6 +72,7 @@ def run(args) -> int:
     run_time_s = units.parse_duration_s(args.run_time)
     paths.check_output("--output", Path(args.output), folder=False)
     if args.locustfile:
+        calibration.check_mergeable(Path(args.output))
         return own_test(args, run_time_s)
     print(f"calibrating {len(args.scenarios)} scenario(s), {run_time_s} s each, one worker with "
           f"{args.users} users, on {cpu_model()}")

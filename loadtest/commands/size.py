@@ -31,8 +31,8 @@ def register(sub) -> None:
     p = sub.add_parser("size", help="workers that fit N nodes of a type, with the arithmetic", description=__doc__)
     p.add_argument("--node-type", required=True, type=types.checked(catalog.get), help="EC2 instance type, e.g. c5.xlarge (see `loadtest catalog`)")
     p.add_argument("--nodes", type=types.number(int, minimum=1), default=2, help="nodes in the generator node group (default 2)")
-    p.add_argument("--worker-cpu", type=types.checked(units.parse_cpu_m), default=units.cpu(sizing.WORKER_CPU_M),
+    p.add_argument("--worker-cpu", type=types.checked(lambda text: units.parse_cpu_m(text, at_least=1)), default=units.cpu(sizing.WORKER_CPU_M),
                    help="CPU per worker, request = limit (default 1000m: a worker uses one core)")
-    p.add_argument("--worker-memory", type=types.checked(units.parse_memory_mi), default=units.memory(sizing.WORKER_MEMORY_MI),
+    p.add_argument("--worker-memory", type=types.checked(lambda text: units.parse_memory_mi(text, at_least=1)), default=units.memory(sizing.WORKER_MEMORY_MI),
                    help="memory per worker (default 512Mi)")
     p.set_defaults(func=run)

@@ -33,7 +33,8 @@ WHOLE_NUMBERS = {"--nodes", "--max-nodes", "--users", "--workers", "--users-per-
 DURATIONS = {"--run-time", "--warmup", "--hold"}
 LATENCIES = {"--max-p99"}
 SHARES = {"--max-rps-drop", "--max-p95-rise"}
-QUANTITIES = {"--worker-cpu": "1000 cores", "--worker-memory": "-512Mi"}
+QUANTITIES = {"--worker-cpu": ["1000 cores", "0m", "0"], "--worker-memory": ["-512Mi", "0Mi", "512"]}
+DROPS = {"--max-rps-drop"}  # a share of something that cannot fall by more than all of it
 FILES_READ = {"--calibration", "--locustfile", "--requirements", "--from-sweep", "--locust-auth-file", "--kubeconfig",
               "--chart", "--store"}
 FILES_WRITTEN = {"--output", "--write-values", "--markdown"}
@@ -64,9 +65,9 @@ def wrong_values(option: str, action: argparse.Action) -> list[str]:
     if option in LATENCIES:
         return ["fast", "200", "-5ms", "0ms", "nan ms"]
     if option in SHARES:
-        return ["a lot", "-5%", "nan%"]
+        return ["a lot", "-5%", "nan%"] + (["101%", "1.5"] if option in DROPS else [])
     if option in QUANTITIES:
-        return ["lots", QUANTITIES[option]]
+        return ["lots", *QUANTITIES[option]]
     if option in FILES_READ:
         return ["/nonexistent/file", "/etc/hostname/below-a-file"]
     if option in FILES_WRITTEN:

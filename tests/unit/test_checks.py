@@ -82,7 +82,13 @@ def test_a_comma_inside_a_request_name_does_not_split_the_check():
 
 
 def test_no_checks_parse_to_none():
-    assert checks.parse([]) == [] and checks.parse([" , \n"]) == []
+    assert checks.parse([]) == [] and checks.parse([""]) == []
+
+
+def test_separators_without_a_check_are_refused():
+    """A list of only commas or new lines is a typo, not "no checks" (#40): the run would be judged on nothing."""
+    with pytest.raises(UsageError, match="holds no check"):
+        checks.parse([" , \n"])
 
 
 def _random_histogram(seed):

@@ -97,7 +97,13 @@ SEPARATOR = re.compile(r",(?![^\[]*\])|\n")
 
 def parse_all(texts) -> list[Check]:
     """Checks given one per item, or several in one item separated by commas or new lines (an env variable)."""
-    return [parse(part) for text in texts for part in SEPARATOR.split(text) if part.strip()]
+    found = []
+    for text in texts:
+        parts = [part for part in SEPARATOR.split(text) if part.strip()]
+        if text.strip() and not parts:
+            raise CheckError(f"check {text!r} holds no check, only separators; give one such as {EXAMPLES}")
+        found += [parse(part) for part in parts]
+    return found
 
 
 @dataclass(frozen=True)
