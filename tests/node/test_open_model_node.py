@@ -3,7 +3,7 @@ the pool it sizes holds it, and the release's Prometheus shows what the rules an
 rate, the achieved one, no late starts, both latencies, and data in every open-model panel."""
 from __future__ import annotations
 
-from conftest import Prometheus, install, wait_ready
+from conftest import WINDOW, Prometheus, install, wait_ready
 
 from loadtest import arrival, dashboards, verdict
 
@@ -21,8 +21,8 @@ def test_the_chart_holds_its_arrival_rate_and_the_rules_see_it(cluster, namespac
     assert f'"--users={arrival.pool_size(RATE, 1)}"' in master_args, master_args
     prometheus = Prometheus(cluster, namespace)
     assert prometheus.wait(f"loadtest:arrival_rate:offered{{{RELEASE}}}", lambda v: v == RATE) == RATE
-    achieved = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}[1m]))'
-    # A whole minute of the schedule in the rate's window: within 1 % of the offered rate.
+    achieved = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}{WINDOW}))'
+    # A whole window of the schedule in the rate's range (the rules' window): within 1 % of the offered rate.
     rps = prometheus.wait(achieved, lambda v: v is not None and arrival.held(RATE, v), timeout=240)
     late = prometheus.wait(f"loadtest:late_starts:share1m{{{RELEASE}}}", lambda v: v is not None)
     waiting = prometheus.value(f"loadtest:late_starts_users:share1m{{{RELEASE}}}")
