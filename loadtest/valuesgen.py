@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -140,6 +141,125 @@ def placement_notes(profile: Profile) -> list[str]:
     ]
 
 
+# The formats every chart schema shares: one definition each, copied into the `$defs` of each schema that refers to
+# it (Helm validates each subchart against its own file, which cannot refer to another's). `loadtest values` writes
+# the copies, and adds one a schema refers to but lacks. Helm 3.16's validator prints a pattern that failed but never
+# its description, so each pattern opens with an empty named group that reads as the fix:
+#   - worker.memory: Does not match pattern '(?P<bytes_with_a_unit_above_0_like_512Mi_or_1Gi>)^...$'
+NONZERO = "[0-9]*[1-9][0-9]*"  # a whole number above 0, leading zeros allowed
+PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"  # 1 to 65535
+OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+IPV4 = f"({OCTET}\\.){{3}}{OCTET}"
+IPV6 = "[0-9A-Fa-f]{0,4}(:[0-9A-Fa-f]{0,4}){2,7}(:" + IPV4 + ")?"  # hex groups and colons (:: as Kubernetes writes it)
+HOST = "[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?"  # a DNS name or an IPv4 address
+DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+LABEL_NAME = f"({DNS_LABEL}(\\.{DNS_LABEL})*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?"
+LABEL_VALUE = "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+QUANTITY = f"({NONZERO}(\\.[0-9]+)?|[0-9]*\\.[0-9]*[1-9][0-9]*)"  # a decimal above 0
+BYTE_UNITS = "(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)"
+PROMETHEUS_UNITS = ("y", "w", "d", "h", "m", "s", "ms")
+
+
+def hinted(hint: str, pattern: str) -> str:
+    """`pattern`, opening with an empty group named after the fix, which Helm prints when a value fails it."""
+    return f"(?P<{hint}>){pattern}"
+
+
+def prometheus_duration() -> str:
+    """Prometheus's durations (largest unit first, each at most once) above zero: the first unit's count is not 0."""
+    units = PROMETHEUS_UNITS
+    return "^(" + "|".join(NONZERO + unit + "".join(f"([0-9]+{later})?" for later in units[i + 1:])
+                           for i, unit in enumerate(units)) + ")$"
+
+
+LOCUST_DURATION = (f"([0-9]+h)?([0-9]+m)?{NONZERO}s|([0-9]+h)?{NONZERO}m([0-9]+s)?|{NONZERO}h([0-9]+m)?([0-9]+s)?")
+
+
+def string(hint: str, pattern: str, description: str, **more) -> dict:
+    return {"description": description, "type": "string", "pattern": hinted(hint, pattern), **more}
+
+
+FORMATS: dict[str, dict] = {
+    "port": {"description": "a TCP port, 1 to 65535", "type": "integer", "minimum": 1, "maximum": 65535},
+    "unprivilegedPort": {"description": "a TCP port above 1023: the container runs without capabilities",
+                         "type": "integer", "minimum": 1024, "maximum": 65535},
+    "upstream": string("empty_or_host_colon_port_with_a_port_1_to_65535", f"^(|{HOST}:{PORT})$",
+                       "host:port, or empty for the in-chart backend Service"),
+    "url": string("empty_or_an_http_or_https_URL_with_a_port_1_to_65535",
+                  f"^(https?://{HOST}(:{PORT})?(/[^\\s]*)?)?$", "an http:// or https:// URL, or empty"),
+    "endpoint": string("empty_or_http_or_https_then_host_and_port_1_to_65535_without_a_path",
+                       f"^(https?://{HOST}(:{PORT})?/?)?$", "http(s)://host[:port], no path; or empty"),
+    "bindAddress": string("empty_or_an_IPv4_address_or_an_IPv6_address_in_brackets_then_a_colon",
+                          f"^(|{IPV4}:|\\[{IPV6}\\]:)$",
+                          "empty, or an IPv4 address or [IPv6] address followed by a colon, e.g. 127.0.0.1:"),
+    "cidr": string("a_CIDR_IPv4_each_part_0_to_255_prefix_0_to_32_or_IPv6_prefix_0_to_128",
+                   f"^({IPV4}/(3[0-2]|[12]?[0-9])|{IPV6}/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$",
+                   "a CIDR, e.g. 203.0.113.0/24"),
+    "cpu": {"description": "a CPU quantity above 0: cores (1, 0.5) or millicores (500m)", "type": ["string", "number"],
+            "pattern": hinted("cores_above_0_like_1_or_0_5_or_millicores_like_500m", f"^({NONZERO}m|{QUANTITY})$"),
+            "exclusiveMinimum": 0},
+    "memory": string("bytes_with_a_unit_above_0_like_512Mi_or_1Gi", f"^{QUANTITY}{BYTE_UNITS}$",
+                     "a memory size above 0 with its unit, e.g. 512Mi or 1Gi (a bare 512 would be 512 bytes)"),
+    "storage": string("a_volume_size_with_a_unit_above_0_like_10Gi", f"^{QUANTITY}{BYTE_UNITS}$",
+                      "a volume size above 0 with its unit, e.g. 10Gi"),
+    "cpuSet": {"description": "CPUs for cpu-map: numbers or ranges separated by spaces, e.g. 2-3 or 0 2; empty for "
+                              "no pinning (the chart checks the ranges and that they count haproxy.threads CPUs)",
+               "type": ["string", "integer"], "minimum": 0,
+               "pattern": hinted("empty_or_CPU_numbers_and_ranges_separated_by_spaces_like_0_2_or_2_dash_3",
+                                 "^([0-9]+(-[0-9]+)?( [0-9]+(-[0-9]+)?)*)?$")},
+    "locustDuration": string("a_time_above_0_like_30s_5m_or_1h30m", f"^({LOCUST_DURATION})$",
+                             "a time above zero such as 30s, 5m or 1h30m"),
+    "optionalLocustDuration": string("empty_or_a_time_above_0_like_300s_20m_or_1h30m", f"^({LOCUST_DURATION})?$",
+                                     "a time above zero such as 300s, 20m or 1h30m, or empty"),
+    "nginxDuration": string("a_time_above_0_like_75s_or_500ms", f"^{NONZERO}(ms|s|m|h)?$",
+                            "an nginx time above zero, e.g. 75s (0 would turn keep-alive off: the http_close "
+                            "scenario measures that)"),
+    "haproxyDuration": string("a_time_above_0_like_75s_or_500ms", f"^{NONZERO}(us|ms|s|m|h|d)?$",
+                              "an HAProxy time above zero, e.g. 75s"),
+    "prometheusDuration": string("a_time_above_0_largest_unit_first_like_3d_or_1d12h", prometheus_duration(),
+                                 "a Prometheus duration above zero, largest unit first, e.g. 3d or 1d12h"),
+    "optionalObjectName": string("empty_or_a_lower_case_DNS_name_like_my_secret",
+                                 f"^({DNS_LABEL}(\\.{DNS_LABEL})*)?$", "a Kubernetes object name, or empty",
+                                 maxLength=253),
+    "optionalNamespaceName": string("empty_or_a_lower_case_DNS_label_like_nginx_tls", f"^({DNS_LABEL})?$",
+                                    "a Kubernetes namespace name, or empty", maxLength=63),
+    "labelName": string("a_label_key_like_name_or_example_dot_com_slash_name", f"^{LABEL_NAME}$",
+                        "a Kubernetes label key: an optional DNS prefix and /, then up to 63 letters, digits, "
+                        "'-', '_' and '.'", maxLength=316),
+    "labelValue": string("empty_or_up_to_63_letters_digits_dashes_underscores_dots_with_no_spaces",
+                         f"^({LABEL_VALUE})?$", "a Kubernetes label value: up to 63 letters, digits, '-', '_' "
+                         "and '.', a letter or digit at each end; or empty", maxLength=63),
+    "nodeSelector": {"type": "object", "propertyNames": {"$ref": "#/$defs/labelName"},
+                     "additionalProperties": {"$ref": "#/$defs/labelValue"}},
+    "labelSelector": {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "matchLabels": {"$ref": "#/$defs/nodeSelector"},
+            "matchExpressions": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False, "required": ["key", "operator"],
+                "properties": {"key": {"$ref": "#/$defs/labelName"},
+                               "operator": {"type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
+                               "values": {"type": "array", "items": {"$ref": "#/$defs/labelValue"}}}}},
+        },
+    },
+    "tolerations": {"type": "array", "items": {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "key": string("empty_or_a_label_key", f"^({LABEL_NAME})?$", "a taint's key; empty with Exists: every "
+                          "taint"),
+            "operator": {"type": "string", "enum": ["Exists", "Equal"]},
+            "value": {"$ref": "#/$defs/labelValue"},
+            "effect": {"type": "string", "enum": ["", "NoSchedule", "PreferNoSchedule", "NoExecute"]},
+            "tolerationSeconds": {"type": "integer"},
+        }}},
+    "resources": {"type": "object", "additionalProperties": False, "required": ["requests", "limits"],
+                  "properties": {"requests": {"$ref": "#/$defs/resourceList"},
+                                 "limits": {"$ref": "#/$defs/resourceList"}}},
+    "resourceList": {"type": "object", "additionalProperties": False, "required": ["cpu", "memory"],
+                     "properties": {"cpu": {"$ref": "#/$defs/cpu"}, "memory": {"$ref": "#/$defs/memory"}}},
+}
+
+
 def enums() -> dict[str, list[str]]:
     """`$defs` name -> the enum the registries give it, in every chart schema that defines it."""
     return {
@@ -150,10 +270,16 @@ def enums() -> dict[str, list[str]]:
     }
 
 
+def referred(schema: dict) -> set[str]:
+    """The `$defs` names a schema refers to anywhere, its definitions included."""
+    return set(re.findall(r'"\$ref": "#/\$defs/([A-Za-z0-9]+)"', json.dumps(schema)))
+
+
 def registry_schemas(chart: Path = paths.CHART) -> list[Path]:
-    """Chart schemas that define one of the registries' `$defs`."""
+    """Chart schemas that define or refer to one of the registries' or the shared formats' `$defs`."""
+    generated = set(enums()) | set(FORMATS)
     return [p for p in sorted(chart.rglob("values.schema.json"))
-            if set(enums()) & set(json.loads(p.read_text()).get("$defs", {}))]
+            if generated & (set((schema := json.loads(p.read_text())).get("$defs", {})) | referred(schema))]
 
 
 def render_schema(path: Path) -> str:
@@ -161,6 +287,12 @@ def render_schema(path: Path) -> str:
     for name, values in enums().items():
         if name in schema.get("$defs", {}):
             schema["$defs"][name]["enum"] = values
+    # Each shared format the schema defines or refers to, and those these refer to in turn.
+    defs = schema.get("$defs", {})
+    while wanted := sorted(n for n in set(defs) | referred(schema) if n in FORMATS and defs.get(n) != FORMATS[n]):
+        for name in wanted:
+            defs[name] = FORMATS[name]
+        schema["$defs"] = defs
     return json.dumps(schema, indent=2) + "\n"
 
 

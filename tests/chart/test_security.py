@@ -58,7 +58,8 @@ def test_values_that_cannot_work_are_refused_naming_the_fix(helm, case):
 
 
 def test_requests_equal_to_limits_in_other_units_render(helm):
-    assert helm.template("--set", "locust.master.resources.requests.memory=536870912",
+    # 0.5Gi is the limit's 512Mi (a memory takes a unit: a bare 536870912 is refused with a bare 512, #40).
+    assert helm.template("--set", "locust.master.resources.requests.memory=0.5Gi",
                          "--set", "locust.master.resources.requests.cpu=1000m").returncode == 0
 
 

@@ -126,6 +126,15 @@ GOOD = {
                             "--set", "locust.results.s3.bucket=load.runs-2025",
                             "--set", "locust.results.s3.prefix=team/nightly",
                             "--set", "locust.results.s3.existingSecret=runs-bucket"],
+    # Issue #40: the edges of each class render.
+    "ipv6-bind-address": ["--set-string", "backend.bindAddress=[::1]:"],
+    "memory-fraction-of-a-unit": ["--set", "locust.worker.memory=1.5Gi"],
+    "metrics-from-an-ip-block": ["--set-json", 'networkPolicy.metricsFrom=[{"ipBlock": {"cidr": "10.0.0.0/8", '
+                                 '"except": ["10.1.0.0/16"]}}, '
+                                 '{"namespaceSelector": {"matchLabels": {"team": "obs"}}}]'],
+    "worker-node-selector-and-toleration": ["--set", "locust.worker.nodeSelector.role=load",
+                                            "--set", "locust.worker.tolerations[0].key=dedicated",
+                                            "--set", "locust.worker.tolerations[0].value=load-test"],
 }
 
 
