@@ -142,6 +142,8 @@ class Stack:
         port, tls_port = free_port(), free_port()
         folder, files = self._render("backend", {
             "backend.bindAddress": f"{LOCAL_HOST}:", "backend.port": port, "backend.workerProcesses": cpus,
+            # A worker process per core of the CPU limit, as the chart wants it (nothing here limits the CPU).
+            "backend.resources.requests.cpu": cpus, "backend.resources.limits.cpu": cpus,
             "backend.tls.enabled": tls, "backend.tls.port": tls_port,
         })
         conf = folder / "nginx.conf"

@@ -419,6 +419,52 @@ CONFLICTS = {
                                         "and backend.tls.enabled is false; set backend.tls.enabled=true"),
     "reencrypt-without-backend-tls": ([*HAPROXY_ON, "--set", "haproxy.tls.mode=reencrypt"],
                                       "haproxy.tls.mode reencrypt forwards TLS"),
+    # Issue #40: accepted silently before.
+    "plain-scenario-over-https": (["--set", "locust.scenario=http_close", "--set", "locust.https=true"],
+                                  "locust.scenario http_close opens a new plain HTTP connection per request, and "
+                                  "locust.https true asks for HTTPS; load an http:// target (locust.https=false), or "
+                                  "a scenario made for HTTPS, e.g. locust.scenario=tls_handshake"),
+    "plain-scenario-https-host": (["--set", "locust.scenario=http_close", "--set", "locust.host=https://shop.example"],
+                                  "locust.host https://shop.example asks for HTTPS"),
+    "loaded-backend-without-pods": (["--set", "backend.replicas=0"],
+                                    "locust.target backend with backend.replicas 0: no pod would answer the load; "
+                                    "set backend.replicas=1 or more"),
+    "loaded-nginx-without-pods": ([*NGINX_ON, "--set", "locust.target=nginx", "--set", "nginx.replicas=0"],
+                                  "locust.target nginx with nginx.replicas 0"),
+    "loaded-haproxy-without-pods": ([*HAPROXY_ON, "--set", "locust.target=haproxy", "--set", "haproxy.replicas=0"],
+                                    "locust.target haproxy with haproxy.replicas 0"),
+    "loaded-nginx-backend-without-pods": ([*NGINX_ON, "--set", "locust.target=nginx", "--set", "backend.replicas=0"],
+                                          "backend.replicas 0: locust.target nginx forwards every request to the "
+                                          "backend, which would have no pod; set backend.replicas=1 or more"),
+    "loaded-haproxy-backend-without-pods": ([*HAPROXY_ON, "--set", "locust.target=haproxy",
+                                             "--set", "backend.replicas=0"],
+                                            "backend.replicas 0: locust.target haproxy"),
+    "nginx-without-backend": ([*NGINX_ON, "--set", "locust.target=nginx", "--set", "backend.enabled=false"],
+                              "nginx.enabled without the backend: the NGINX Ingress Controller routes every request "
+                              "to the backend's Service, which would not exist; set backend.enabled=true"),
+    "backend-workers-above-its-cpu": (["--set", "backend.workerProcesses=4"],
+                                      "backend.workerProcesses 4 is above backend.resources.limits.cpu 1: each nginx "
+                                      "worker process wants a core of its own, and 4 would share 1; set "
+                                      "backend.workerProcesses=1, or raise resources.limits.cpu (and requests.cpu) "
+                                      "to 4"),
+    "nginx-cpus-above-its-node": ([*NGINX_ON, "--set", "nginx.nodeType=c5.large", "--set", "nginx.workerProcesses=3"],
+                                  "nginx.workerProcesses 3 gives the nginx pod 3 CPUs (request = limit), and a "
+                                  "c5.large node has 2: no node could run it; set nginx.workerProcesses=2 or less"),
+    "haproxy-cpus-above-its-node": ([*HAPROXY_ON, "--set", "haproxy.nodeType=c5.large", "--set", "haproxy.threads=4"],
+                                    "haproxy.threads 4 gives the haproxy pod 4 CPUs"),
+    "haproxy-cpuset-reversed": ([*HAPROXY_ON, "--set", "haproxy.threads=2", "--set", "haproxy.cpuSet=3-2"],
+                                'haproxy.cpuSet "3-2": the range 3-2 runs backwards; write it 2-3'),
+    "haproxy-cpuset-more-cpus-than-threads": ([*HAPROXY_ON, "--set", "haproxy.cpuSet=0-99999"],
+                                              'haproxy.cpuSet "0-99999" lists more CPUs than haproxy.threads (1): '
+                                              "cpu-map pins each thread to one CPU; list 1 CPU(s)"),
+    "haproxy-cpuset-fewer-cpus-than-threads": ([*HAPROXY_ON, "--set", "haproxy.threads=3",
+                                                "--set", "haproxy.cpuSet=0-1"],
+                                               'haproxy.cpuSet "0-1" lists 2 CPU(s) for haproxy.threads 3'),
+    "haproxy-cpuset-a-cpu-twice": ([*HAPROXY_ON, "--set", "haproxy.threads=2", "--set-string", "haproxy.cpuSet=1 1"],
+                                   'haproxy.cpuSet "1 1" lists CPU 1 twice'),
+    "haproxy-cpuset-beyond-its-node": ([*HAPROXY_ON, "--set", "haproxy.nodeType=c5.large", "--set", "haproxy.threads=2",
+                                        "--set", "haproxy.cpuSet=2-3"],
+                                       'haproxy.cpuSet "2-3" names CPU 2, and a c5.large node has 2 (0 to 1)'),
 }
 
 

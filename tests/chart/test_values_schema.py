@@ -129,6 +129,15 @@ GOOD = {
     # Issue #40: the edges of each class render.
     "ipv6-bind-address": ["--set-string", "backend.bindAddress=[::1]:"],
     "memory-fraction-of-a-unit": ["--set", "locust.worker.memory=1.5Gi"],
+    "plain-scenario-on-an-http-host": ["--set", "locust.scenario=http_close", "--set", "locust.host=http://198.18.0.1"],
+    "backend-two-workers-on-two-cores": ["--set", "backend.workerProcesses=2",
+                                         "--set", "backend.resources.limits.cpu=2",
+                                         "--set", "backend.resources.requests.cpu=2"],
+    "haproxy-upstream-elsewhere-backend-without-pods": [
+        "--set", "haproxy.enabled=true", "--set", "locust.target=haproxy", "--set", "backend.replicas=0",
+        "--set", "haproxy.upstream.http=payload.example.com:8080"],
+    "haproxy-pinned-on-its-node": ["--set", "haproxy.enabled=true", "--set", "haproxy.nodeType=c5.xlarge",
+                                   "--set", "haproxy.threads=2", "--set-string", "haproxy.cpuSet=2 3"],
     "metrics-from-an-ip-block": ["--set-json", 'networkPolicy.metricsFrom=[{"ipBlock": {"cidr": "10.0.0.0/8", '
                                  '"except": ["10.1.0.0/16"]}}, '
                                  '{"namespaceSelector": {"matchLabels": {"team": "obs"}}}]'],
