@@ -28,9 +28,9 @@ from . import owntest, types
 
 def from_sweep(args) -> int:
     if args.locustfile or args.requirements:
-        raise UsageError(f"{'-f' if args.locustfile else '--requirements'} with --from-sweep: the figure comes from the "
-                         "sweep's report, which names its scenario; drop -f and --requirements, or --from-sweep to "
-                         "measure your test here")
+        given = "-f" if args.locustfile else "--requirements"
+        raise UsageError(f"{given} with --from-sweep: the figure comes from the sweep's report, which names its "
+                         "scenario; drop -f and --requirements, or --from-sweep to measure your test here")
     paths.check_output("--output", Path(args.output), folder=False)
     calibration.check_mergeable(Path(args.output))
     scenario, figure = calibration.from_sweep(Path(args.from_sweep))
