@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from conftest import WINDOW, Prometheus, install, wait_ready
+from conftest import WINDOW, WINDOW_S, Prometheus, install, wait_ready
 
 from loadtest import tuning
 
@@ -60,10 +60,13 @@ def test_a_thin_worker_plateaus_throttled_and_tune_gives_it_a_core_beside_a_cpu_
     prometheus.wait(f'ALERTS{{alertname="LoadGeneratorSaturated",alertstate="firing",{RELEASE}}}',
                     lambda v: v == 1, timeout=240)
     rate = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}{WINDOW}))'
-    # cAdvisor's reading of the worker container's CPU, in cores (a replaced pod's lower one ages out).
-    cores = f'max(rate(container_cpu_usage_seconds_total{{namespace="{namespace}", container="worker"}}{WINDOW}))'
+    # cAdvisor's reading of the worker container's CPU, in cores, over two windows: its readings come at its
+    # housekeeping interval (10 s or more), and an instant query of one window could find one reading alone (the
+    # replaced thin pod's lower one loses to the whole-core pod's in max()).
+    cores = (f'max(rate(container_cpu_usage_seconds_total{{namespace="{namespace}", container="worker"}}'
+             f'[{2 * WINDOW_S}s]))')
     thin = prometheus.wait(rate, lambda v: v is not None and v > 0)
-    thin_cores = prometheus.value(cores)
+    thin_cores = prometheus.wait(cores, lambda v: v is not None and v > 0, timeout=60)
 
     applied = loadtest_tune(cluster, namespace, "--apply", "--yes")
     assert applied.returncode == 0, applied.stderr
@@ -80,7 +83,8 @@ def test_a_thin_worker_plateaus_throttled_and_tune_gives_it_a_core_beside_a_cpu_
     # window and this one hold the whole-core worker alone. A whole core for one single-threaded worker: CFS no
     # longer cuts it off.
     prometheus.wait(throttled, lambda v: v is not None and v < 0.2, timeout=120)
-    whole, whole_cores = prometheus.value(rate), prometheus.value(cores)
+    whole = prometheus.wait(rate, lambda v: v is not None)
+    whole_cores = prometheus.wait(cores, lambda v: v is not None and v > 0, timeout=60)
     per_core = whole / whole_cores
     print(f"worker at 100m: {thin:,.0f} RPS on {thin_cores:.2f} core(s); after tune, at 1000m: {whole:,.0f} RPS on "
           f"{whole_cores:.2f} core(s), {whole / thin:.1f}x; the thin worker sent {thin / per_core:.0%} of what a "
