@@ -13,6 +13,9 @@ from .errors import UsageError
 # Sources: EC2 instance type pages (vCPU, memory, network), amazon-vpc-cni-k8s eni-max-pods.txt (ENIs and IPv4
 # addresses per ENI), us-east-1 Linux on-demand prices. "Up to" bandwidth is a burst figure; the baseline is what a
 # sustained load test gets.
+PRICE_REGION = "us-east-1"
+# An EKS cluster's control plane (standard support), on top of its nodes.
+EKS_CONTROL_PLANE_USD_HOUR = 0.10
 
 EVICTION_HARD_MEMORY_MI = 100  # EKS AMI: --eviction-hard memory.available<100Mi
 

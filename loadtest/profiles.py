@@ -9,6 +9,9 @@ from .sizing import PodRequest
 # What Locust loads in a node-type values file: the NGINX Ingress Controller. Both targets run there, so the other
 # one is a `--set locust.target=<name>` away.
 TARGET = "nginx"
+# The label naming the node group a node belongs to: on the local cluster's nodes, and on EKS's through the files
+# loadtest.clusterfiles writes.
+NODE_GROUP_LABEL = "loadtest.dev/node-group"
 
 
 @dataclass(frozen=True)

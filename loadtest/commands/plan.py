@@ -3,16 +3,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import catalog, paths, planner, profiles, scenarios, units, valuesgen
+from .. import catalog, clusterfiles, paths, planner, profiles, scenarios, units, valuesgen
 from ..calibration import DEFAULT_FILE, load_calibration
 from ..errors import UsageError
+from ..runtime import schemacheck
 from . import types
+
+OUTPUTS = ("write_values", "write_cluster", "write_karpenter")
 
 
 def run(args) -> int:
     node_types = [t.strip() for t in args.node_types.split(",") if t.strip()]
-    if args.write_values:
-        paths.check_output("--write-values", Path(args.write_values), folder=False)
+    for option in OUTPUTS:
+        if getattr(args, option):
+            paths.check_output(f"--{option.replace('_', '-')}", Path(getattr(args, option)), folder=False)
     calibration = load_calibration(Path(args.calibration) if args.calibration else None)
     options = planner.plan(args.target_rps, args.scenario, node_types, args.headroom, calibration, args.max_nodes)
     chosen = options[0]
@@ -39,14 +43,48 @@ def run(args) -> int:
     print(f"  Network: {chosen.instance.network_gbps_baseline:g} Gbps baseline per node = {cap:,.0f} RPS per node "
           f"at {scenario.wire_bytes:,} bytes per request")
     print(f"\nTarget side: {planner.target_suggestion(args.target_rps, scenario)}")
-    if args.write_values:
-        profile = profiles.eks(chosen.node_type, chosen.nodes,
-                               f"planned for {args.target_rps:,.0f} RPS of {args.scenario}")
-        origin = (f"{args.write_values}: written by `loadtest plan --target-rps {args.target_rps:g} "
-                  f"--scenario {args.scenario}` ({calibration.source.split(' (')[0]})")
-        paths.write_text(Path(args.write_values), valuesgen.render(profile, origin))
-        print(f"\nwrote {args.write_values}: helm install lt charts/loadtest -f {args.write_values}")
+    if any(getattr(args, option) for option in OUTPUTS):
+        write(args, chosen, calibration.source.split(" (")[0])
     return 0
+
+
+def write(args, chosen: planner.Option, source: str) -> None:
+    """The values file, the eksctl ClusterConfig and the Karpenter NodePools of the chosen option, as asked: all
+    rendered before any is written, so a refusal leaves none half-made."""
+    profile = profiles.eks(chosen.node_type, chosen.nodes, f"planned for {args.target_rps:,.0f} RPS of {args.scenario}")
+    assert profile.plan.replicas == chosen.plan.replicas, "the plan and the values file size the workers alike"
+
+    def origin(path: str) -> str:
+        return (f"{path}: written by `loadtest plan --target-rps {args.target_rps:g} --scenario {args.scenario}` "
+                f"({source})")
+
+    values = args.write_values or "the values file of `loadtest plan ... --write-values FILE`"
+    texts = {}
+    if args.write_values:
+        texts[args.write_values] = valuesgen.render(profile, origin(args.write_values))
+    if args.write_cluster:
+        texts[args.write_cluster] = clusterfiles.cluster_config(profile, args.cluster_name, args.region,
+                                                                origin(args.write_cluster), values)
+    if args.write_karpenter:
+        texts[args.write_karpenter] = clusterfiles.karpenter(profile, args.cluster_name, origin(args.write_karpenter),
+                                                             values)
+    for path, text in texts.items():
+        paths.write_text(Path(path), text)
+    if args.write_values:
+        print(f"\nwrote {args.write_values}: helm install lt charts/loadtest -f {args.write_values}")
+    groups = " + ".join(f"{g.nodes} x {g.instance_type} ({g.name})" for g in clusterfiles.node_groups(profile))
+    if args.write_cluster:
+        print(f"\nwrote {args.write_cluster}: eksctl ClusterConfig, {groups}; "
+              f"{schemacheck.check_cluster_config(Path(args.write_cluster))}")
+        print(f"  Cost:   {clusterfiles.cost_line(profile)}")
+        print(f"  Create: eksctl create cluster -f {args.write_cluster}   (then helm install lt charts/loadtest -f "
+              f"{args.write_values or 'VALUES'})")
+        print(f"  Delete: eksctl delete cluster -f {args.write_cluster} --disable-nodegroup-eviction")
+    if args.write_karpenter:
+        print(f"\nwrote {args.write_karpenter}: Karpenter NodePools, {groups}, and their EC2NodeClass; "
+              f"{schemacheck.check_karpenter(Path(args.write_karpenter))}")
+        print(f"  Apply:  kubectl apply -f {args.write_karpenter}   (on a cluster running Karpenter; see the file's "
+              "header)")
 
 
 def register(sub) -> None:
@@ -63,4 +101,17 @@ def register(sub) -> None:
     p.add_argument("--calibration", help=f"calibration file (default {DEFAULT_FILE})")
     p.add_argument("--choose", help="node type to explain and write values for (default: the cheapest)")
     p.add_argument("--write-values", metavar="FILE", help="write a values file for the chosen option")
+    p.add_argument("--write-cluster", metavar="FILE",
+                   help="write an eksctl ClusterConfig with the chosen option's two node groups (the generator's and "
+                        "the targets'), checked against eksctl's schema when set-up has fetched it")
+    p.add_argument("--write-karpenter", metavar="FILE",
+                   help="write Karpenter NodePools (and their EC2NodeClass) for the same node groups, each limited to "
+                        "its instance type and planned CPU, checked against Karpenter's CRDs when set-up has fetched "
+                        "them")
+    p.add_argument("--region", type=types.checked(clusterfiles.check_region), default=clusterfiles.DEFAULT_REGION,
+                   help=f"AWS region of the written cluster (default {clusterfiles.DEFAULT_REGION}, where the prices "
+                        "are from)")
+    p.add_argument("--cluster-name", type=types.checked(clusterfiles.check_cluster_name),
+                   default=clusterfiles.DEFAULT_CLUSTER,
+                   help=f"name of the written cluster (default {clusterfiles.DEFAULT_CLUSTER})")
     p.set_defaults(func=run)

@@ -37,12 +37,13 @@ QUANTITIES = {"--worker-cpu": ["1000 cores", "0m", "0"], "--worker-memory": ["-5
 DROPS = {"--max-rps-drop"}  # a share of something that cannot fall by more than all of it
 FILES_READ = {"--calibration", "--locustfile", "--requirements", "--from-sweep", "--locust-auth-file", "--kubeconfig",
               "--chart", "--store"}
-FILES_WRITTEN = {"--output", "--write-values", "--markdown"}
+FILES_WRITTEN = {"--output", "--write-values", "--write-cluster", "--write-karpenter", "--markdown"}
 URLS = {"--prometheus", "--locust", "--host"}
 NAMES = {"--node-type": "c5.mega", "--node-types": "c5.large,t9.huge", "--scenario": "ping", "--scenarios": "ping",
          "--choose": "c5.mega", "--release": "Not_A_Release", "--namespace": "Not A Namespace",
          "--set": "no-equals-sign", "--steps": "10,x,30", "--check": "p95 under 200ms", "--sweep": "cores",
-         "--target": "envoy", "--tls-mode": "mtls", "--baseline": "no-such-run"}
+         "--target": "envoy", "--tls-mode": "mtls", "--baseline": "no-such-run", "--region": "Virginia",
+         "--cluster-name": "load_test"}
 # Options of run and sweep that belong to --release: tried there, on a release named lt.
 RELEASE_ONLY = {"--release", "--namespace", "--kubeconfig", "--prometheus", "--locust", "--locust-auth-file", "--chart"}
 PARSER = commands.build_parser()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import catalog, profiles, sizing
+from ... import catalog, clusterfiles, profiles, sizing
 from .api import pods, ready, wait_for
 from .controlplane import NODE_GROUP_LABEL, Cluster
 
@@ -19,8 +19,11 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
-def node_objects(shape: sizing.NodeShape, count: int, group: str) -> list[dict]:
-    """Nodes as an EKS node group of `shape` registers them, spread over three zones."""
+def node_objects(shape: sizing.NodeShape, count: int, group: str,
+                 taints: tuple[tuple[str, str, str], ...] = ()) -> list[dict]:
+    """Nodes as an EKS node group of `shape` registers them, spread over three zones, with its taints
+    ((key, value, effect))."""
+    spec = {"taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints]} if taints else {}
     return [
         {
             "apiVersion": "v1",
@@ -35,6 +38,7 @@ def node_objects(shape: sizing.NodeShape, count: int, group: str) -> list[dict]:
                     NODE_GROUP_LABEL: group,
                 },
             },
+            **({"spec": spec} if spec else {}),
             # The apiserver keeps a Node's status from the create request (most kinds drop it); KWOK adds Ready.
             "status": {
                 "capacity": {"cpu": f"{shape.cpu_m}m", "memory": f"{shape.memory_mi}Mi", "pods": str(shape.max_pods)},
@@ -131,8 +135,9 @@ def install_addons(cluster: Cluster, profile: profiles.Profile) -> None:
     cluster.apply(addon_objects(profile))
 
 
-def create_nodes(cluster: Cluster, shape: sizing.NodeShape, count: int, group: str) -> list[str]:
-    objects = node_objects(shape, count, group)
+def create_nodes(cluster: Cluster, shape: sizing.NodeShape, count: int, group: str,
+                 taints: tuple[tuple[str, str, str], ...] = ()) -> list[str]:
+    objects = node_objects(shape, count, group, taints)
     cluster.apply(objects)
     return [n["metadata"]["name"] for n in objects]
 
@@ -188,21 +193,26 @@ def wait_addons_ready(cluster: Cluster, profile: profiles.Profile, nodes: list[s
     wait_for("kube-system add-ons to be Running", lambda: not missing(), timeout, describe)
 
 
+def use_node_groups(cluster: Cluster, groups: list[clusterfiles.NodeGroup], profile: profiles.Profile,
+                    timeout: float = 60) -> dict[str, list[str]]:
+    """Replace the cluster's nodes and add-ons with `groups` (loadtest.clusterfiles: from a profile, or read from a
+    written ClusterConfig) and the add-ons `profile` counts; returns each group's node names."""
+    delete_nodes(cluster)
+    delete_addons(cluster)
+    names = {g.name: create_nodes(cluster, g.shape, g.nodes, g.name, g.taints) for g in groups}
+    every = sum(names.values(), [])
+    wait_nodes_ready(cluster, every, timeout)
+    install_addons(cluster, profile)
+    wait_addons_ready(cluster, profile, every, timeout)
+    return names
+
+
 def use_node_group(cluster: Cluster, profile: profiles.Profile, count: int | None = None,
                    timeout: float = 60) -> list[str]:
     """Replace the cluster's nodes and add-ons with the node group `profile` is sized for, plus the node group its
     backend and targets run on; returns the generator node names."""
-    delete_nodes(cluster)
-    delete_addons(cluster)
-    names = create_nodes(cluster, profile.shape, count or profile.nodes, Path(profile.file).stem)
-    others = []
-    if profile.target_node_type:
-        target_shape = sizing.node_shape(catalog.get(profile.target_node_type))
-        others = create_nodes(cluster, target_shape, profile.target_nodes, "targets")
-    wait_nodes_ready(cluster, names + others, timeout)
-    install_addons(cluster, profile)
-    wait_addons_ready(cluster, profile, names + others, timeout)
-    return names
+    groups = clusterfiles.node_groups(profile, count)
+    return use_node_groups(cluster, groups, profile, timeout)[groups[0].name]
 
 
 def profile_for(name: str, count: int | None = None) -> profiles.Profile:
