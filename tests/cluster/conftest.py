@@ -5,12 +5,10 @@ alone; pytest keeps the last runs' dirs, so the component logs are there after a
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from loadtest import profiles
-from loadtest.runtime.cluster import NODE_GROUP_LABEL, Cluster, use_node_group
+from loadtest import clusterfiles, profiles
+from loadtest.runtime.cluster import NODE_GROUP_LABEL, Cluster, use_node_groups
 
 START_TIMEOUT_S = 60
 
@@ -27,16 +25,19 @@ def cluster(tmp_path_factory) -> Cluster:
 
 @pytest.fixture(scope="session")
 def node_group(cluster):
-    """use(profile): give the cluster the node group the profile is sized for (and its targets' node group),
-    unless it already has them; returns the generator nodes."""
-    current = {"file": None}
+    """use(profile, groups=None): give the cluster the node group the profile is sized for and its targets' node
+    group (or `groups`, e.g. read from a written ClusterConfig) with the profile's add-ons, unless it already has
+    them; returns the first (the generator's) group's nodes."""
+    current = {"key": None}
 
-    def use(profile: profiles.Profile) -> list[str]:
-        if current["file"] != profile.file:
-            current["file"] = None  # if the switch fails half-way, the next test switches again
-            use_node_group(cluster, profile)
-            current["file"] = profile.file
-        selector = f"{NODE_GROUP_LABEL}={Path(profile.file).stem}"
+    def use(profile: profiles.Profile, groups: list[clusterfiles.NodeGroup] | None = None) -> list[str]:
+        groups = groups or clusterfiles.node_groups(profile)
+        key = (profile.file, tuple(groups))
+        if current["key"] != key:
+            current["key"] = None  # if the switch fails half-way, the next test switches again
+            use_node_groups(cluster, groups, profile)
+            current["key"] = key
+        selector = f"{NODE_GROUP_LABEL}={groups[0].name}"
         return [n["metadata"]["name"] for n in cluster.api_get("/api/v1/nodes", labelSelector=selector)["items"]]
 
     return use
