@@ -3,7 +3,10 @@
 The shell blocks are read from README.md itself, so the docs cannot drift from what is tested. They run in order in
 one shell session (what a block exports, the next one has), from a copy of the checkout, with a fresh
 ${XDG_CACHE_HOME}: `scripts/local` sets that machine up as it would on a fresh one (apt finds its packages present,
-the venv and helm are built anew; only the pip and Go download caches are shared, for speed). Every program the full
+the venv and helm are built anew). Only two caches are the machine's, for speed: pip's (downloads and the wheels it
+built) and Go's (module downloads, GOMODCACHE, and compiled packages, GOCACHE). So every step of `scripts/local`
+still runs, `python3 -m venv`, `pip install`, `go install helm`, but pip installs from wheels and the Go compiler
+finds helm's objects, leaving only the link (seconds, not the 2 min of a cold build). Every program the full
 `scripts/setup` installs beyond that (HAProxy, Prometheus, the cluster binaries, the browser, ...) is hidden in a
 private mount namespace, so a command that needs one must say so.
 
@@ -20,6 +23,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +138,8 @@ def machine(tmp_path_factory):
         (root / state).write_text(f"cd {shlex.quote(str(home))}\n")
     system = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
     env = {"HOME": os.environ["HOME"], "PATH": system, "LANG": "C.UTF-8", "XDG_CACHE_HOME": str(root / "cache"),
-           # Downloads only: the venv, helm and the calibration are the fresh cache's.
+           # pip's and Go's caches (downloads, built wheels, compiled packages): the venv, helm and the calibration
+           # are the fresh cache's, made by its scripts/local.
            "PIP_CACHE_DIR": str(CACHE / "pip"), "GOCACHE": str(CACHE / "go-build"),
            "GOMODCACHE": os.environ.get("GOMODCACHE", str(Path.home() / "go" / "pkg" / "mod")),
            "GOFLAGS": "-modcacherw", "CI": "true"}
@@ -159,7 +164,9 @@ def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(mach
         if command.needs and not command.on_the_real_node:
             not_here.append(command)
             continue
+        started = time.monotonic()
         result = machine["set-up" if command.on_the_real_node else "newcomer"](command.text)
+        took = time.monotonic() - started
         out = result.stdout + result.stderr
         shown = f"README line {command.line}: {command.text}\nexit {result.returncode}\n{out[-3000:]}"
         assert "Traceback" not in out, shown
@@ -173,7 +180,7 @@ def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(mach
             assert all(step in command.before for step in steps), \
                 f"the README does not name {steps} above its block\n{shown}"
         ran.append((command, result.returncode))
-        print(f"line {command.line:4d}  exit {result.returncode}  {command.text[:100]}")
+        print(f"line {command.line:4d}  exit {result.returncode}  {took:5.0f} s  {command.text[:100]}")
     for command in not_here:
         print(f"line {command.line:4d}  needs {command.needs}: not run here  {command.text[:80]}")
     assert len(ran) >= 20, [c.text for c, _ in ran]
