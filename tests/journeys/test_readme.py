@@ -44,6 +44,7 @@ JUDGED_RUN = re.compile(r"^loadtest run\b")
 NEEDS = (
     ("the test suite itself", re.compile(r"^scripts/test\b")),
     ("a container engine", re.compile(r"^docker\b")),
+    ("an AWS account", re.compile(r"^eksctl\b")),
     ("a Kubernetes cluster", re.compile(r"^(helm|kubectl)\b|^loadtest (sweep|run|tune|history) --release\b|^loadtest cluster\b"
                                         r"|^scripts/install-node-tools\b|^export KUBECONFIG=|pipeline\.sh (cluster|"
                                         r"release)\b|^ls sweep-report")),
