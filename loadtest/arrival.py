@@ -13,13 +13,17 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checks import language
+
 
 # The pool holds the rate while answers take up to this long (Little's law: users = rate x time in the system).
 # Slower answers leave slots waiting for a free user: late starts of cause "users", latency still measured from the
 # slot. The chart sizes its pool with the same number (locust/templates/_helpers.tpl).
 POOL_S = 0.5
-# Below the knee the achieved rate is within this share of the offered one.
-ACHIEVED_SHARE = 0.99
+# Below the knee the achieved rate is within this share of the offered one: the judged run's figure
+# (loadtest_checks), so a sweep's knee and a run's verdict hold a rate to the same share.
+ACHIEVED_SHARE = language.ACHIEVED_SHARE
+held = language.held
 FILE = "arrival.json"
 
 
@@ -36,6 +40,8 @@ class Figures:
     slots: int
     late_starts: dict[str, int]  # by cause: "users" (no user free), "cpu" (a user woke late)
     service_time_ms: dict[float, float | None]  # service-time percentiles, from the actual send
+    loop_lagged: float | None = None  # share of the workers' event-loop probes that woke late (None: not probed)
+    max_lag_ms: float | None = None  # the longest of those lags
 
     def late_share(self, cause: str) -> float:
         return self.late_starts.get(cause, 0) / self.slots if self.slots else 0.0
@@ -46,19 +52,18 @@ class Figures:
         if not path.exists():
             return None
         data = json.loads(path.read_text())
+        loop = data.get("loop") or {}
         return cls(offered_rps=data["offered_rps"], slots=data["slots"], late_starts=data["late_starts"],
-                   service_time_ms={float(q): ms for q, ms in data["service_time_ms"].items()})
+                   service_time_ms={float(q): ms for q, ms in data["service_time_ms"].items()},
+                   loop_lagged=loop.get("lagged_share"), max_lag_ms=loop.get("max_lag_ms"))
 
     def to_json(self) -> dict:
         return {"offered_rps": self.offered_rps, "slots": self.slots, "late_starts": self.late_starts,
                 "late_share": {cause: round(self.late_share(cause), 5) for cause in self.late_starts},
-                "service_time_ms": {f"{q:g}": ms for q, ms in self.service_time_ms.items()}}
+                "service_time_ms": {f"{q:g}": ms for q, ms in self.service_time_ms.items()},
+                "loop": {"lagged_share": self.loop_lagged, "max_lag_ms": self.max_lag_ms}}
 
     def describe_late(self) -> str:
         return (f"{self.late_share('cpu') + self.late_share('users'):.2%} of {self.slots:,} slots "
                 f"(no user free {self.late_share('users'):.2%}, worker woke late {self.late_share('cpu'):.2%})")
 
-
-def held(offered_rps: float, achieved_rps: float) -> bool:
-    """The rate was held: achieved within ACHIEVED_SHARE of offered."""
-    return achieved_rps >= offered_rps * ACHIEVED_SHARE

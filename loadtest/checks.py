@@ -17,6 +17,7 @@ PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED = (
 INTERRUPTED = 130  # Ctrl-C, as a shell reports it
 EXIT_CODES, AGGREGATED, PATTERN = language.EXIT_CODES, language.AGGREGATED, language.PATTERN
 from_entries, judge, exit_code, show = language.from_entries, language.judge, language.exit_code, language.show
+rate_check = language.rate_check
 
 
 def parse(texts: list[str], option: str = "--check") -> list[Check]:

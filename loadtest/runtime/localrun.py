@@ -294,7 +294,10 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         stop_s=ended - stopped if stopped else 0.0)
     figures = arrival.Figures.read(workdir / arrival.FILE) if arrival_rate else None
     steady = verdict.Window.of(samples, late_starts=figures.late_share("cpu") if figures else None,
-                               late_users=figures.late_share("users") if figures else None)
+                               late_users=figures.late_share("users") if figures else None,
+                               loop_lagged=figures.loop_lagged if figures else None,
+                               max_lag_ms=figures.max_lag_ms if figures else None,
+                               achieved=final.rps / figures.offered_rps if figures else None)
     return Result(
         **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
         worker_cpu=[sum(s.worker_cpu[i] for s in samples) / len(samples) for i in range(workers)] if samples else [],

@@ -45,6 +45,7 @@ class Result:
     window: dict | None = None  # the steady window: start, end (unix time), seconds, ramp-up, stop
     judged: str | None = None  # the same in words
     notes: list[str] = field(default_factory=list)  # what could not be collected, and why
+    offered_rps: float | None = None  # the open model's rate (locust.load.arrivalRate), None in the closed model
 
 
 def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: Path, progress=print) -> Result:
@@ -110,6 +111,7 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
                 result.notes.append("no verdict: the swarm never ran all its users")
             else:
                 result.verdict, result.cpu, note = _verdict(prometheus, release.name, steady_from, ended)
+                result.offered_rps = result.cpu.pop("offered_rps", None)
                 result.notes += [note] if note else []
         else:
             result.notes.append("no verdict and no series: the release has monitoring.enabled false")
@@ -173,5 +175,6 @@ def _verdict(prometheus: Prometheus, release: str, steady_from: float,
     cpu = {"worker_cpu": f["worker_cpu"], "worker_cpu_cores": f["worker_cpu_cores"],
            "target_cpu_ratio": f["target_cpu_ratio"], "window": [f["start"], f["end"]],
            "steady_samples": window.samples, "generator_saturated_share": window.generator_share,
-           "target_saturated_share": window.target_share}
+           "target_saturated_share": window.target_share,
+           "offered_rps": f["arrival"]["offered_rps"] if f["arrival"] else None}
     return verdict.judge(window), cpu, None

@@ -18,13 +18,19 @@ A request started more than LATE_S after its slot is a late start, counted per w
   users  no user was free when the slot came: the pool (Locust's user count) is too small for the target's latency;
   cpu    a user was waiting but the worker woke it late: the worker's CPU is at its ceiling, the generator's limit.
 
+The users' process also probes its own event loop: a greenlet that sleeps LOOP_PROBE_S and counts the wake-ups more
+than LATE_S late. A loop lagging in most of its probes cannot keep the schedule whatever its CPU figure says (a
+worker starved of CPU by its limit or its neighbours); a few lagging probes are a stall of the loop, and its late
+starts are named so, not blamed on CPU (the master's judgement, loadtest_results.generator_limit).
+
 Every User class loaded gets the schedule in place of its wait_time (and before its first task). A TaskSet with a
 wait_time of its own would send on its own clock, not the rate's: the process refuses to start, naming it. Metrics (on the master, through loadtest_metrics):
   locust_arrival_rate_offered_rps               the rate asked for, all workers together
   locust_worker_arrival_slots_total{worker}     slots the worker's schedule handed out
   locust_worker_late_starts_total{worker,cause} late starts, cause "users" or "cpu"
   locust_service_time_seconds{quantile}         service-time p50/p95/p99/p99.9 over the last ~10 s
-With LOADTEST_ARRIVAL_FILE set the master writes the run's totals there as JSON when it quits.
+With LOADTEST_ARRIVAL_FILE set the master writes the run's totals there as JSON when it quits, the loop's probes
+with them.
 """
 from __future__ import annotations
 
@@ -51,6 +57,8 @@ REPORT_KEY = "loadtest_arrival"
 LATE_S = 0.010
 QUANTILES = (0.5, 0.95, 0.99, 0.999)
 CAUSES = ("users", "cpu")
+# How often the users' process probes its event loop (a lag above LATE_S is a lagging probe).
+LOOP_PROBE_S = 0.05
 # How often the master checks which workers are connected, and a worker without its share yet checks again.
 POLL_S = 0.25
 # A worker waits for the whole pool to run (the master's "spawning complete") at most this long before it sends: a
@@ -111,12 +119,28 @@ class Counts:
         self.slots = 0
         self.late = dict.fromkeys(CAUSES, 0)
         self.service = service_entry()
+        self.loop = {"probes": 0, "lagged": 0, "max_lag_ms": 0.0}
 
     def report(self) -> dict:
         """What the worker sends to the master with its stats, then counted afresh (deltas, like Locust's own)."""
-        data = {"slots": self.slots, "late": dict(self.late), "service": self.service.get_stripped_report()}
+        data = {"slots": self.slots, "late": dict(self.late), "service": self.service.get_stripped_report(),
+                "loop": dict(self.loop)}
         self.slots, self.late = 0, dict.fromkeys(CAUSES, 0)
+        self.loop = {"probes": 0, "lagged": 0, "max_lag_ms": 0.0}
         return data
+
+
+def probe_loop(counts: Counts) -> None:
+    """Forever: sleep LOOP_PROBE_S and count how late the loop woke (see the module's doc)."""
+    clock = time.perf_counter
+    while True:
+        due = clock() + LOOP_PROBE_S
+        gevent.sleep(LOOP_PROBE_S)
+        lag = clock() - due
+        loop = counts.loop
+        loop["probes"] += 1
+        loop["lagged"] += lag > LATE_S
+        loop["max_lag_ms"] = max(loop["max_lag_ms"], round(lag * 1000, 1))
 
 
 class Totals:
@@ -138,12 +162,17 @@ class Totals:
             late[cause] += report["late"][cause]
             self.run_late[cause] += report["late"][cause]
         self.service.extend(StatsEntry.unserialize(report["service"], self.service.stats))
+        loop = report.get("loop") or {}
+        self.run_loop["probes"] += loop.get("probes", 0)
+        self.run_loop["lagged"] += loop.get("lagged", 0)
+        self.run_loop["max_lag_ms"] = max(self.run_loop["max_lag_ms"], loop.get("max_lag_ms", 0.0))
 
     def reset(self) -> None:
         self.slots: dict[str, int] = {}
         self.late: dict[str, dict[str, int]] = {}
         self.run_slots = 0
         self.run_late = dict.fromkeys(CAUSES, 0)
+        self.run_loop = {"probes": 0, "lagged": 0, "max_lag_ms": 0.0}
         self.service = service_entry()
 
     def forget(self, client_ids) -> None:
@@ -152,6 +181,11 @@ class Totals:
             self.slots.pop(gone, None)
             self.late.pop(gone, None)
 
+    def loop_lagged(self) -> float | None:
+        """The share of the workers' loop probes that woke more than LATE_S late; None before any probe."""
+        probes = self.run_loop["probes"]
+        return self.run_loop["lagged"] / probes if probes else None
+
     def to_json(self) -> dict:
         slots, late = self.run_slots, self.run_late
         return {
@@ -159,6 +193,7 @@ class Totals:
             "late_share": {cause: late[cause] / slots if slots else 0.0 for cause in CAUSES},
             "service_time_ms": {f"{q:g}": self.service.get_response_time_percentile(q) if self.service.num_requests
                                 else None for q in QUANTILES},
+            "loop": {**self.run_loop, "lagged_share": self.loop_lagged()},
         }
 
 
@@ -237,6 +272,7 @@ def _register_users_side(environment, rate: float | None, counts: Counts) -> Sch
     if rate is not None:  # a standalone Locust sends the whole rate itself
         schedule.set_rate(rate)
     pool_running = _install_schedule(environment, schedule, counts)
+    gevent.spawn(probe_loop, counts)
 
     @environment.events.test_start.add_listener
     def hold(**_):

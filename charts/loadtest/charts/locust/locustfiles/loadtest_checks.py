@@ -46,6 +46,10 @@ PATTERN = ("^\\s*(?:(?:" + "|".join(re.escape(m) for m in TIME_METRICS) + ")" + 
 PARTS = re.compile(r"^(?P<metric>[a-z_]+[0-9.]*)(?:\[(?P<name>[^\[\]]+)\])?\s*(?P<op><=|>=|<|>)\s*"
                    r"(?P<number>[0-9.]+)\s*(?P<unit>[a-z%]*)$")
 EXAMPLES = "p95<200ms, p99[/checkout]<=1s, fail_ratio<1%, rps>=5000"
+# The open model (an arrival rate): a run sent its offered rate when its requests per second came within this share
+# of it. Below it the run measured a smaller load than it was asked to, and never passes (the implicit check of
+# rate_check); the arrival-rate sweep's knee is the first rate not held (loadtest.arrival, loadtest.knee).
+ACHIEVED_SHARE = 0.99
 
 
 class CheckError(ValueError):
@@ -202,6 +206,19 @@ def judge(checks: list[Check], figures: dict[str, Figures]) -> list[Outcome]:
         passed = measured is not None and OPERATORS[check.op](float(measured), check.limit)
         outcomes.append(Outcome(check, measured, passed))
     return outcomes
+
+
+def held(offered_rps: float, achieved_rps: float) -> bool:
+    """The offered rate was sent: achieved within ACHIEVED_SHARE of it."""
+    return achieved_rps >= offered_rps * ACHIEVED_SHARE
+
+
+def rate_check(offered_rps: float) -> Check:
+    """The check every open-model run is held to beside its own: all requests together at ACHIEVED_SHARE of the
+    offered rate or more. A run that sent less judged another load than the one asked for."""
+    limit = offered_rps * ACHIEVED_SHARE
+    return Check(f"rps>={limit:g} (the offered {offered_rps:g}/s, {ACHIEVED_SHARE:.0%} held)", "rps", AGGREGATED,
+                 ">=", limit)
 
 
 def exit_code(outcomes: list[Outcome], generator_bound: bool, requests: int) -> int:

@@ -9,7 +9,10 @@ when a worker was at LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or o
 at least LOADTEST_SATURATED_SHARE of its samples; the chart sets both from the saturation rules, the one place they
 are kept. Each worker's CPU is Locust's own heartbeat measurement, and its limit the one loadtest_metrics adds to
 the worker's reports. In the open model (loadtest_arrival) the generator was the limit too when its workers started
-at least LOADTEST_LATE_STARTS of the requests late for want of CPU.
+at least LOADTEST_LATE_STARTS of the requests late with a worker's CPU saturated in a sample (the evidence that CPU
+was why), or when their event loop lagged in at least LOADTEST_SATURATED_SHARE of its probes
+(loadtest_results.generator_limit); and the run is held to its offered rate beside its checks
+(loadtest_checks.rate_check): one that sent less never passes.
 """
 from __future__ import annotations
 
@@ -181,11 +184,18 @@ def conditions(environment) -> dict[str, str]:
     return facts
 
 
-def why(busiest: float | None, hot: float | None, bound: bool) -> str:
+def why(busiest: float | None, hot: float | None, cause: str | None, late: str = "") -> str:
+    """The verdict's reason: the workers' CPU, and in the open model what the late starts and the loop say."""
     if busiest is None:
-        return "no worker CPU measured: the run was shorter than 20 s"
-    return (f"busiest worker at {busiest:.0%} of its CPU ceiling on average, saturated in {hot:.0%} of the steady "
-            f"window{': the RPS is the generator' + chr(39) + 's ceiling' if bound else ''}")
+        said = f"no worker CPU measured: the run was shorter than {2 * CPU_MONITOR_INTERVAL:.0f} s"
+    else:
+        said = (f"busiest worker at {busiest:.0%} of its CPU ceiling on average, saturated in {hot:.0%} of the "
+                "steady window")
+    if cause == results.LOOP:
+        said += "; the workers' event loop could not keep the schedule"
+    if cause:
+        said += ": the RPS is the generator's ceiling"
+    return said + (f"; {late}" if late else "")
 
 
 @events.init.add_listener
@@ -243,26 +253,43 @@ def _register(environment, **_):
         stats = environment.runner.stats
         # serialize(), not serialize_stats(): that one resets the entries Locust still writes to its files.
         figures = loadtest_checks.from_entries([e.serialize() for e in stats.entries.values()])
-        outcomes = loadtest_checks.judge(checks, figures)
+        arrival = loadtest_arrival.totals
+        # The open model's run is held to its offered rate beside its own checks: one that sent less never passes.
+        outcomes = loadtest_checks.judge(checks + ([loadtest_checks.rate_check(arrival.rate)] if arrival else []),
+                                         figures)
         for outcome in outcomes:
             logger.info("check %s", outcome.describe())
         busiest, hot = cpu.busiest(), cpu.saturated_share(saturated)
-        bound = hot is not None and hot >= share
+        late_cpu = loop = lagged = None
         if late_max is not None:
-            late = loadtest_arrival.totals.to_json()["late_share"]["cpu"]
-            logger.info("open model: %.2f%% of the requests started late for want of CPU", late * 100)
-            bound = bound or late >= late_max
+            totals = arrival.to_json()
+            late_cpu, lagged, loop = totals["late_share"]["cpu"], arrival.loop_lagged(), totals["loop"]
+            logger.info("open model: %.2f%% of the requests started late with a user free; the event loop lagged "
+                        "in %s of its probes (at most %.0f ms)", late_cpu * 100,
+                        "none" if lagged is None else f"{lagged:.1%}", loop["max_lag_ms"])
+        cause = results.generator_limit(hot, share, late_cpu, late_max or 0.0, lagged)
+        bound = cause is not None
+        late = ""
+        if late_cpu is not None and late_cpu >= late_max and cause is None:
+            late = results.loop_stalls(late_cpu, lagged, loop["max_lag_ms"])
+            logger.info("open model: %s", late)
         code = loadtest_checks.exit_code(outcomes, bound, figures[loadtest_checks.AGGREGATED].requests)
         if busiest is None:
-            logger.warning("no worker CPU measured: the run was shorter than %d s", 2 * CPU_MONITOR_INTERVAL)
+            logger.warning("no worker CPU measured: the run was shorter than %d s%s", 2 * CPU_MONITOR_INTERVAL,
+                           "; the rate was not sent, and whether the generator held it back is not known"
+                           if arrival and not bound and not outcomes[-1].passed else "")
         else:
             logger.info("busiest worker at %.0f%% of its CPU ceiling on average, saturated in %.0f%% of the steady "
                         "window%s", busiest * 100, hot * 100, " (generator-bound)" if bound else "")
+        if cause == results.LOOP:
+            logger.info("the workers' event loop lagged in %.0f%% of its probes: it could not keep the schedule "
+                        "(generator-bound)", lagged * 100)
         if folder:
             write_series(folder, started, time.time())
             report = results.RunReport(
                 conditions(environment), started, time.time(), figures, outcomes,
-                verdict=results.Verdict(results.GENERATOR_BOUND if bound else NOT_GENERATOR_BOUND, why(busiest, hot, bound)),
+                verdict=results.Verdict(results.GENERATOR_BOUND if bound else NOT_GENERATOR_BOUND,
+                                        why(busiest, hot, cause, late)),
                 cpu={"busiest_worker": busiest, "generator_saturated_share": hot},
                 window={"start": steady[0], "end": steady[1] or time.time(),
                         "seconds": round((steady[1] or time.time()) - steady[0], 1) if steady[0] else 0.0},

@@ -39,6 +39,37 @@ class Verdict:
     reason: str
 
 
+# Why the generator was the limit over a steady window (generator_limit), for a local run and the chart's master alike.
+CPU, LATE_STARTS, LOOP = "cpu", "late-starts", "loop"
+
+
+def generator_limit(saturated_share: float | None, share: float, late_cpu: float | None, late_max: float,
+                    loop_lagged: float | None) -> str | None:
+    """Why the generator was the limit, or None when nothing measured says it was. CPU: it was saturated (a worker
+    at its ceiling, throttled, or crowded out of a full machine) in at least `share` of the window's samples.
+    LATE_STARTS (open model): its workers woke at least `late_max` of their users late, with evidence that CPU was
+    why: saturated in at least one sample (a worker lightly loaded that wakes late stalled for another reason, and
+    its late starts are named, not blamed on CPU). LOOP (open model): the workers' event loop lagged in at least
+    `share` of its probes: it could not keep the schedule, whatever its CPU figure (a worker starved by its limit
+    before Locust measured it, or by its neighbours)."""
+    if late_cpu is not None and late_cpu >= late_max and saturated_share:
+        return LATE_STARTS
+    if saturated_share is not None and saturated_share >= share:
+        return CPU
+    if loop_lagged is not None and loop_lagged >= share:
+        return LOOP
+    return None
+
+
+def loop_stalls(late_cpu: float, loop_lagged: float | None, max_lag_ms: float | None) -> str:
+    """Late starts not blamed on CPU, in words."""
+    probes = ("" if loop_lagged is None else
+              f"; the loop lagged in {loop_lagged:.1%} of its probes, at most {max_lag_ms or 0:.0f} ms")
+    return (f"{late_cpu:.2%} of the requests started late with a user free while no worker's CPU reached its "
+            f"ceiling: the workers' event loop stalled now and then{probes}, not for want of CPU (their latency "
+            "counts from the slot)")
+
+
 @dataclass(frozen=True)
 class Limits:
     max_rps_drop: float  # a fraction: 0.05 is a 5 % drop
