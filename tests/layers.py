@@ -2,8 +2,10 @@
 
 Each layer is its own pytest session, so a layer's clusters and processes are gone before the next layer starts (a
 session-wide fixture would keep the cluster layer's control plane up, idle noise, through the timing-sensitive
-dataplane and node layers). The end of the output is a table: the set-up's wall time, then each layer's wall time
-and test counts, then the slowest tests of the whole suite.
+dataplane and node layers). The cluster layer mostly waits on its control plane and judges no timing, so it runs
+beside the unit and chart layers (its output printed whole when it ends); the dataplane, node and journeys layers,
+which judge rates and CPU shares, run one at a time with nothing beside them. The end of the output is a table: the
+set-up's wall time, then each layer's wall time and test counts, then the slowest tests of the whole suite.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
 (2 interrupted, 3 internal error, 4 usage error, 5 no tests collected).
@@ -23,6 +25,8 @@ from conftest import LAYERS
 
 TESTS = Path(__file__).resolve().parent
 SLOWEST = 30
+# A layer that runs in the background while these run in the foreground.
+BESIDE = {"cluster": ("unit", "chart")}
 
 
 @dataclass
@@ -39,13 +43,18 @@ def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
-def run(layer: Layer, junit: Path) -> list[tuple[float, str]]:
-    """Run one layer's pytest session; fill in its figures; return (seconds, test id) of each of its tests."""
-    print(f"\n===== layer {layer.name} =====", flush=True)
-    started = time.monotonic()
-    layer.exit_code = subprocess.run([sys.executable, "-m", "pytest", "-m", layer.name, f"--junitxml={junit}",
-                                      str(TESTS / layer.name)], cwd=TESTS.parent).returncode
-    layer.seconds = time.monotonic() - started
+def start(layer: Layer, junit: Path, output=None) -> subprocess.Popen:
+    """Start one layer's pytest session (its output to `output`, a file, or this terminal)."""
+    print(f"\n===== layer {layer.name}{' (in the background)' if output else ''} =====", flush=True)
+    layer.seconds = time.monotonic()
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-m", layer.name, f"--junitxml={junit}",
+                             str(TESTS / layer.name)], cwd=TESTS.parent, stdout=output, stderr=output)
+
+
+def finish(layer: Layer, process: subprocess.Popen, junit: Path) -> list[tuple[float, str]]:
+    """Wait for a layer's session; fill in its figures; return (seconds, test id) of each of its tests."""
+    layer.exit_code = process.wait()
+    layer.seconds = time.monotonic() - layer.seconds
     if not junit.exists():  # pytest stopped before writing it (a usage error, an interrupt while collecting)
         return []
     cases = []
@@ -58,16 +67,17 @@ def run(layer: Layer, junit: Path) -> list[tuple[float, str]]:
     return cases
 
 
-def table(setup_s: float, layers: list[Layer], cases: list[tuple[float, str]]) -> str:
+def table(setup_s: float, layers: list[Layer], wall_s: float, cases: list[tuple[float, str]]) -> str:
+    """The set-up's and each layer's wall time and counts; the total is the wall time of the whole (layers that ran
+    side by side are counted once), then the slowest tests."""
     rows = [f"{'step':<10} {'wall':>6} {'tests':>6} {'failed':>6} {'skipped':>7}",
             f"{'set-up':<10} {minutes(setup_s):>6}"]
     rows += [f"{layer.name:<10} {minutes(layer.seconds):>6} {layer.tests:>6} {layer.failed:>6} {layer.skipped:>7}"
              + ("" if layer.exit_code in (0, 1) else f"  (pytest exit {layer.exit_code})") for layer in layers]
-    total = setup_s + sum(layer.seconds for layer in layers)
-    rows.append(f"{'total':<10} {minutes(total):>6} {sum(layer.tests for layer in layers):>6} "
+    rows.append(f"{'total':<10} {minutes(setup_s + wall_s):>6} {sum(layer.tests for layer in layers):>6} "
                 f"{sum(layer.failed for layer in layers):>6} {sum(layer.skipped for layer in layers):>7}")
     rows += ["", f"The {SLOWEST} slowest tests (set-up, call and teardown):"]
-    rows += [f"{minutes(seconds):>6}  {name}" for seconds, name in sorted(cases, reverse=True)[:SLOWEST]]
+    rows += [f"{seconds:7.1f} s  {name}" for seconds, name in sorted(cases, reverse=True)[:SLOWEST]]
     return "\n".join(rows)
 
 
@@ -80,16 +90,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--setup-seconds", type=float, default=0.0, help="the set-up's wall time, for the table")
     args = parser.parse_args()
-    layers, cases = [Layer(name) for name in LAYERS], []
+    layers, cases, started = {name: Layer(name) for name in LAYERS}, [], time.monotonic()
+    in_front = {name for names in BESIDE.values() for name in names}
     with tempfile.TemporaryDirectory(prefix="loadtest-layers-") as reports:
+        junit = {name: Path(reports) / f"{name}.xml" for name in LAYERS}
         try:
-            for layer in layers:
-                cases += run(layer, Path(reports) / f"{layer.name}.xml")
+            for name in LAYERS:
+                if name in in_front:
+                    continue
+                background = None
+                if name in BESIDE:
+                    log = (Path(reports) / f"{name}.log").open("w+")
+                    background = start(layers[name], junit[name], log)
+                for front in BESIDE.get(name, (name,)):
+                    cases += finish(layers[front], start(layers[front], junit[front]), junit[front])
+                if background:
+                    cases += finish(layers[name], background, junit[name])
+                    log.seek(0)
+                    print(f"\n===== layer {name} (its output) =====\n{log.read()}", flush=True)
         except KeyboardInterrupt:
             print("\ninterrupted", file=sys.stderr)
             return 130
-    print("\n===== suite time =====\n" + table(args.setup_seconds, layers, cases), flush=True)
-    return exit_code(layers)
+    ordered = [layers[name] for name in LAYERS]
+    print("\n===== suite time =====\n" + table(args.setup_seconds, ordered, time.monotonic() - started, cases), flush=True)
+    return exit_code(ordered)
 
 
 if __name__ == "__main__":
