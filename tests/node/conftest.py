@@ -20,10 +20,10 @@ from loadtest.runtime.locustweb import LocustWeb
 
 START_TIMEOUT_S = 240
 READY_TIMEOUT_S = 240
-# The node layer's short windows (scrape interval, rules window) for every release it installs: see the file.
-SHORT_WINDOWS = paths.HOME / "tests" / "node" / "short-windows.yaml"
-VALUES = [paths.VALUES / "local.yaml", paths.HOME / "examples" / "real-node" / "values.yaml", SHORT_WINDOWS]
-_MONITORING = yaml.safe_load(SHORT_WINDOWS.read_text())["monitoring"]
+# The real node's example values also set its short windows (scrape interval, rules window): see that file.
+REAL_NODE = paths.HOME / "examples" / "real-node" / "values.yaml"
+VALUES = [paths.VALUES / "local.yaml", REAL_NODE]
+_MONITORING = yaml.safe_load(REAL_NODE.read_text())["monitoring"]
 # The releases' rules window in seconds, and a PromQL range of it: a test's own rates look back as far as the rules'.
 WINDOW_S = int(_MONITORING["rules"]["windowSeconds"])
 WINDOW = f"[{WINDOW_S}s]"

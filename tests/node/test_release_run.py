@@ -43,7 +43,7 @@ def port_forwards(kubeconfig) -> list[psutil.Process]:
 
 def test_a_judged_run_collects_locust_files_and_the_release_series(cluster, release, tmp_path):
     out = tmp_path / "run"
-    # 30 s: six scrapes of the node layer's 5 s (tests/node/short-windows.yaml) after the statistics' reset.
+    # 30 s: six scrapes of the node layer's 5 s (examples/real-node/values.yaml) after the statistics' reset.
     proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "30s",
                         "--check", "fail_ratio<1%", "--check", "rps>=10")
     output, _ = proc.communicate(timeout=300)

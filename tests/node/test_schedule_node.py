@@ -8,7 +8,7 @@ machine (the node's disk), owned by the pods' user. Each run holds 20 s of load 
 for Prometheus' last scrape and the web UI's report (--autoquit=60, not a value: no window of the release makes it
 shorter), so the second run, due a minute after the first, is held back by concurrencyPolicy Forbid (an event says
 so) and starts when the first ends. That minute is also what makes the overlap certain: a cron schedule has no
-finer step. The release's scrapes are the node layer's 5 s (tests/node/short-windows.yaml): LoadTestRegression, which
+finer step. The release's scrapes are the node layer's 5 s (examples/real-node/values.yaml): LoadTestRegression, which
 has no `for:`, fires within a scrape or two of the failed Job.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ What the physics guarantees on any 2-core machine, busy or not: the thin worker 
 core sends (its quota is a tenth of one), and the whole-core worker, whatever share of a core it gets beside the hog,
 at least 3x the thin one. (One worker: a second at 1000m does not fit on this 2-CPU node beside the master, the
 backend and the monitoring; adding a replica during a run is test_live_changes' rebalancing test.) The releases'
-windows are the node layer's short ones (tests/node/short-windows.yaml): every wait below is for a condition.
+windows are the node layer's short ones (examples/real-node/values.yaml): every wait below is for a condition.
 """
 from __future__ import annotations
 
