@@ -30,6 +30,45 @@ def test_master_is_a_job_that_runs_once_and_judges_the_checks(helm):
         d["metadata"]["name"] not in ("lt-locust-master", "lt-locust-worker") for d in rendered.of_kind("Deployment"))
 
 
+def test_the_master_stays_autoquit_seconds_after_the_run(helm):
+    """A minute by default, for Prometheus' last scrape of the final counters and the web UI's report; a value of
+    the locust chart (the real node's example sets 15 s, three of its 5 s scrapes)."""
+    master = container(helm.render(None, *RUN, "--set", "locust.autostart.autoquitSeconds=15"), "Job",
+                       "lt-locust-master")
+    assert "--autoquit=15" in master["args"] and "--autoquit=60" not in master["args"]
+
+
+MONITORING = ("--set", "monitoring.enabled=true")
+
+
+@pytest.mark.parametrize("autoquit, scrape, fix", [("15", "15s", "set locust.autostart.autoquitSeconds=16 or more, "
+                                                                 "or a shorter monitoring.prometheus.scrapeInterval "
+                                                                 "(at most 14s)"),
+                                                   ("5", "30s", "set locust.autostart.autoquitSeconds=31 or more, "
+                                                                "or a shorter monitoring.prometheus.scrapeInterval "
+                                                                "(at most 4s)"),
+                                                   ("1", "5s", "set locust.autostart.autoquitSeconds=6 or more")],
+                         ids=["at-the-scrape", "below-the-scrape", "below-any-scrape"])
+def test_an_autoquit_within_a_scrape_is_refused_with_the_fix(helm, autoquit, scrape, fix):
+    """With the in-chart Prometheus, the master must stay past one scrape interval, or the run's final counters may
+    never be scraped (series.csv and the rules would miss them)."""
+    stderr = helm.refusal(*RUN, *MONITORING, "--set", f"locust.autostart.autoquitSeconds={autoquit}",
+                          "--set", f"monitoring.prometheus.scrapeInterval={scrape}")
+    says = (f"locust.autostart.autoquitSeconds {autoquit} is not above monitoring.prometheus.scrapeInterval {scrape}: "
+            "the master could quit before the in-chart Prometheus scrapes the run's final counters")
+    assert says in stderr, stderr
+    assert fix in stderr, stderr
+
+
+def test_an_autoquit_past_a_scrape_or_without_the_in_chart_prometheus_renders(helm):
+    helm.render(None, *RUN, *MONITORING, "--set", "locust.autostart.autoquitSeconds=16",
+                "--set", "monitoring.prometheus.scrapeInterval=15s")
+    for args in (MONITORING + ("--set", "monitoring.mode=operator"), ()):
+        helm.render(None, *RUN, *args, "--set", "locust.autostart.autoquitSeconds=0")
+    # Only a judged run quits: autostart keeps its master up whatever the value.
+    helm.render(None, "--set", "locust.mode=autostart", *MONITORING, "--set", "locust.autostart.autoquitSeconds=1")
+
+
 def test_workers_are_a_job_that_ends_with_the_run(helm):
     rendered = helm.render(None, *RUN)
     spec = rendered.get("Job", "lt-locust-worker")["spec"]

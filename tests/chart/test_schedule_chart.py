@@ -77,13 +77,14 @@ def test_the_scheduled_job_is_the_unscheduled_runs_job(helm, extra):
 
 
 def test_every_judged_job_has_the_same_deadline_so_no_worker_outlives_its_run(helm):
-    """runTime plus 15 minutes to start and stop, the same for master and workers (a worker whose master is gone quits
-    by itself after Locust's 60 s heartbeat timeout; this bounds one that never found it); the step load's length
-    instead."""
-    for args, seconds in ((RUN, 120 + 900), (SCHEDULED, 120 + 900),
-                          ((*RUN, "--set", "locust.autostart.runTime=1h30m"), 5400 + 900),
+    """runTime plus the master's autoquit (a minute by default) plus 14 minutes to start and stop, the same for master
+    and workers (a worker whose master is gone quits by itself after Locust's 60 s heartbeat timeout; this bounds one
+    that never found it); the step load's length instead of runTime."""
+    for args, seconds in ((RUN, 120 + 60 + 840), (SCHEDULED, 120 + 60 + 840),
+                          ((*RUN, "--set", "locust.autostart.runTime=1h30m"), 5400 + 60 + 840),
+                          ((*RUN, "--set", "locust.autostart.autoquitSeconds=600"), 120 + 600 + 840),
                           ((*RUN, "--set", "locust.stepLoad.enabled=true", "--set", "locust.stepLoad.stepTime=2m",
-                            "--set", "locust.stepLoad.steps=4"), 480 + 900)):
+                            "--set", "locust.stepLoad.steps=4"), 480 + 60 + 840)):
         rendered = helm.render(None, *args)
         for name in (MASTER, WORKER):
             assert job_spec(rendered, name)["activeDeadlineSeconds"] == seconds, (args, name)

@@ -255,9 +255,10 @@ Usage: include "locust.seconds" "1h30m"
 
 {{/*
 activeDeadlineSeconds of a judged run's Jobs, master and workers alike: the run (the step load's steps x stepTime, else
-autostart.runTime) plus 15 minutes to start (image pull, the packages' pip install, every worker connecting) and to
-stop (the master's minute for Prometheus' last scrape, the verdict, the results' upload). A run cut there fails its
-Job with reason DeadlineExceeded, and no worker outlives it.
+autostart.runTime), the master's autostart.autoquitSeconds after it (for Prometheus' last scrape), plus 14 minutes to
+start (image pull, the packages' pip install, every worker connecting) and to stop (the verdict, the results'
+upload): 15 minutes past the run at the default autoquit of a minute. A run cut there fails its Job with reason
+DeadlineExceeded, and no worker outlives it.
 */}}
 {{- define "locust.activeDeadlineSeconds" -}}
 {{- $values := .Values }}
@@ -265,7 +266,7 @@ Job with reason DeadlineExceeded, and no worker outlives it.
 {{- if $values.stepLoad.enabled }}
 {{- $run = mul (include "locust.seconds" $values.stepLoad.stepTime | int) ($values.stepLoad.steps | int) }}
 {{- end }}
-{{- add $run 900 }}
+{{- add $run ($values.autostart.autoquitSeconds | int) 840 }}
 {{- end -}}
 
 {{/*
