@@ -3,9 +3,11 @@
 Each layer is its own pytest session, so a layer's clusters and processes are gone before the next layer starts (a
 session-wide fixture would keep the cluster layer's control plane up, idle noise, through the timing-sensitive
 dataplane and node layers). The cluster layer mostly waits on its control plane and judges no timing, so it runs
-beside the unit and chart layers (its output printed whole when it ends); the dataplane, node and journeys layers,
-which judge rates and CPU shares, run one at a time with nothing beside them. The end of the output is a table: the
-set-up's wall time, then each layer's wall time and test counts, then the slowest tests of the whole suite.
+beside the unit, chart and journeys layers (its output printed whole when it ends): the journeys are the README as a
+user types it, whose judged runs accept a generator-bound verdict and whose checks are a user's loose ones, on a
+machine that is often busy with something else. The dataplane and node layers, which judge rates and CPU shares, run
+one at a time with nothing beside them. The end of the output is a table: the set-up's wall time, then each layer's
+wall time and test counts, then the slowest tests of the whole suite.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
 (2 interrupted, 3 internal error, 4 usage error, 5 no tests collected).
@@ -26,7 +28,7 @@ from conftest import LAYERS
 TESTS = Path(__file__).resolve().parent
 SLOWEST = 30
 # A layer that runs in the background while these run in the foreground.
-BESIDE = {"cluster": ("unit", "chart")}
+BESIDE = {"cluster": ("unit", "chart", "journeys")}
 
 
 @dataclass
