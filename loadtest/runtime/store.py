@@ -105,7 +105,10 @@ class PvcRuns:
                "spec": {"restartPolicy": "Never", "activeDeadlineSeconds": 900, "automountServiceAccountToken": False,
                         "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
                                             "fsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
-                        "containers": [{"name": "reader", "image": self.image, "command": ["sleep", "900"],
+                        # Up until deleted: a sleep as the container's PID 1 would ignore SIGTERM and hold the
+                        # pod (and the claim, ReadWriteOnce, that a run's master needs next) for its whole 30 s grace.
+                        "containers": [{"name": "reader", "image": self.image,
+                                        "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 900 & wait"],
                                         "securityContext": restricted,
                                         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
                                                       "limits": {"cpu": "200m", "memory": "128Mi"}},
