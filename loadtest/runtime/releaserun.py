@@ -146,7 +146,9 @@ def _collect_series(prometheus: Prometheus, release: str, start: float, end: flo
     """series.csv: every column of the results' SERIES (the judged master's too) at each scrape from start to end."""
     try:
         step = prometheus.scrape_interval_s()
-        time.sleep(2 * step)  # the run's last scrape reaches the query API
+        # Every target scraped once more since the end, so the run's last samples are in the query API: a scrape
+        # comes within an interval (two, with a late one, as this waited on a clock before).
+        prometheus.wait_scraped_since(end, 2 * step)
         columns = {name: dict(prometheus.query_range(expr, start, end, step))
                    for name, expr in runresult.files.series_queries(release, step).items()}
     except PrometheusError as e:

@@ -60,6 +60,20 @@ def test_prometheus_durations(text, seconds):
     assert prom.duration_s(text) == seconds
 
 
+def test_the_run_s_last_scrape_is_awaited_not_a_clock(monkeypatch):
+    """`loadtest run --release` collects the series once every target was scraped since the run's end (the oldest
+    target's last scrape, min(timestamp(up))), not two intervals later; within the bound, else it goes on."""
+    clock = iter(range(1000))
+    monkeypatch.setattr(prom.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(prom.time, "sleep", lambda s: None)
+    prometheus = prom.Prometheus("http://127.0.0.1:9")
+    seen = iter([None, 99.0, 100.0])
+    monkeypatch.setattr(prometheus, "scalar", lambda expr, at=None: next(seen) if expr == "min(timestamp(up))" else 0)
+    assert prometheus.wait_scraped_since(100.0, timeout_s=10)
+    monkeypatch.setattr(prometheus, "scalar", lambda expr, at=None: 99.0)
+    assert not prometheus.wait_scraped_since(100.0, timeout_s=10)
+
+
 def test_locust_credentials_become_basic_auth_and_never_ride_in_the_url():
     web = LocustWeb("http://127.0.0.1:8089/", "admin:s@cret")
     assert web.url == "http://127.0.0.1:8089"
