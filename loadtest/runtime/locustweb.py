@@ -95,7 +95,7 @@ class LocustWeb:
             seen = [w["state"] for w in self.status().get("workers", [])]
             if len(seen) == count and "missing" not in seen:
                 return
-            time.sleep(1)
+            time.sleep(0.25)
         raise LocustWebError(f"Locust at {self.url} has {len(seen)} worker(s) ({', '.join(seen) or 'none'}), "
                              f"not the {count} expected, after {timeout_s:.0f} s")
 

@@ -127,6 +127,20 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     }
 
 
+def wait_past(prometheus: Prometheus, release: str, end: float, scrape_s: float) -> None:
+    """Wait until Prometheus holds a scrape of the Locust master and an evaluation of the rules both later than `end`:
+    then every scrape and evaluation up to `end` is in (each series is appended in time order). About an interval; at
+    most three, after which measure() says what is missing."""
+    sel = f'release="{release}"'
+    deadline = time.monotonic() + 3 * scrape_s
+    while time.monotonic() < deadline:
+        latest = [prometheus.scalar(f"max(timestamp({series}{{{sel}}}))")
+                  for series in ("locust_requests_total", "loadtest:generator_saturated_steady:bool")]
+        if all(t is not None and t > end for t in latest):
+            return
+        time.sleep(scrape_s / 5)
+
+
 def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float, r: str) -> dict | None:
     """The open model's figures over the window whose edges are the scrapes at or before `start_at` and `end` (the
     same scrapes as the request counts, so the slots are whole worker reports too): the rate offered, the slots handed
@@ -226,8 +240,7 @@ class Sweeper:
         self.watch(of, "measuring", math.ceil(spec.hold_s + scrape_s), sample=True)
         end = time.time()
         target_cores = d.window_target_cores()
-        # The last scrape before `end` reaches the query API (and the rules evaluate it) within two intervals.
-        time.sleep(2 * scrape_s)
+        wait_past(d.prometheus, d.release, end, scrape_s)
         f = measure(d.prometheus, d.release, end, spec.hold_s, scrape_s)
         if f["target_cpu_ratio"] is not None:
             target_cores = f["target_cpu_ratio"] * d.target_cpus
