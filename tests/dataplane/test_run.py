@@ -3,6 +3,7 @@ Locust processes: checks that pass and fail on purpose, a starved generator givi
 folder a pipeline keeps (its JUnit read by a JUnit reader), and an interrupted run that still leaves its folder."""
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import json
 import os
@@ -157,11 +158,17 @@ def judged_master(tmp_path, url, checks_text, users, wait_s, worker_cores=None, 
 
 
 def test_the_master_of_a_run_exits_with_its_checks_code(tmp_path, nginx):
-    code, log = judged_master(tmp_path / "pass", nginx.url, "fail_ratio<1%\nrps>=5", users=5, wait_s=0.05)
+    # The two runs side by side (light load, each its own master and worker): one run's time, not two.
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        passing = pool.submit(judged_master, tmp_path / "pass", nginx.url, "fail_ratio<1%\nrps>=5", users=5,
+                              wait_s=0.05)
+        failing = pool.submit(judged_master, tmp_path / "fail", nginx.url, "rps>=10000000", users=5, wait_s=0.05)
+        code, log = passing.result()
+        failed_code, failed_log = failing.result()
     assert code == checks.PASSED, log[-3000:]
     assert "check rps>=5:" in log and "exit code 0" in log
     assert "no worker CPU measured: the run was shorter than 20 s" in log  # Locust measures it every 10 s
-    code, log = judged_master(tmp_path / "fail", nginx.url, "rps>=10000000", users=5, wait_s=0.05)
+    code, log = failed_code, failed_log
     assert code == checks.CHECK_FAILED, log[-3000:]
     assert "rps>=10000000:" in log and "FAILED" in log
 
