@@ -15,7 +15,7 @@ from selenium.webdriver.common.by import By
 from loadtest import checks
 
 # Light load, so neither side saturates: a baseline must be the target's figure, never the generator's.
-LIGHT = ("--workers", "1", "--wait", "0.01", "--run-time", "8s")
+LIGHT = ("--workers", "1", "--wait", "0.01", "--run-time", "6s")
 
 
 def loadtest(*args: str) -> subprocess.CompletedProcess:
