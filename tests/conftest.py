@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from loadtest.runtime import tools
+from loadtest.runtime.cluster import pods, wait_for
 
 LAYERS = ("unit", "chart", "cluster", "dataplane", "node", "journeys")
 
@@ -22,7 +23,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def wait_for_namespace_deletion() -> bool:
-    """Whether a test waits until its namespace is gone (a layer whose node is full until then says so)."""
+    """Whether a test waits until its namespace's pods are gone (a layer whose node is full until then says so)."""
     return False
 
 
@@ -35,7 +36,12 @@ def fresh_namespace(cluster, title: str, wait_for_deletion: bool):
     cluster.kubectl("create", "namespace", name)
     cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
     yield name
-    cluster.kubectl("delete", "namespace", name, f"--wait={str(wait_for_deletion).lower()}", timeout=180)
+    cluster.kubectl("delete", "namespace", name, "--wait=false", timeout=180)
+    if wait_for_deletion:
+        # What holds a node's CPU is the namespace's pods (a terminating namespace takes no new one): their end is
+        # the condition, not the namespace controller's last sweep some seconds later.
+        wait_for(f"the pods of namespace {name} to be gone", lambda: not pods(cluster, name), 180,
+                 lambda: ", ".join(p["metadata"]["name"] for p in pods(cluster, name)))
 
 
 @pytest.fixture
