@@ -27,7 +27,7 @@ sys.path.insert(0, str(paths.LOCUSTFILES))
 import loadtest_s3  # noqa: E402
 
 
-def pod_run(store, run, url, users, wait_s, run_time_s=6, kill_after_s=None, env=None):
+def pod_run(store, run, url, users, wait_s, run_time_s=4, kill_after_s=None, env=None):
     """One judged run as the chart's master runs it, its folder <store>/<run>. Killed with SIGKILL after
     `kill_after_s` when given (a crash); returns the master's exit code."""
     folder = store / run
