@@ -134,6 +134,20 @@ def test_haproxy_keep_alive_or_close(helm):
     assert "option httpclose" in cfg and "http-keep-alive" not in cfg
 
 
+def test_a_stopping_haproxy_pod_leaves_the_service_before_it_closes(helm):
+    """SIGUSR1 (the pod's stop): /healthz fails at once, the readiness probe takes the pod out within 2 s, and
+    HAProxy serves the drain's seconds before its soft-stop; the kubelet waits the drain plus 30 s."""
+    rendered = helm.render(None, *HAPROXY_ON)
+    cfg = rendered.get("ConfigMap", HAPROXY)["data"]["haproxy.cfg"]
+    assert "\n    grace 5s\n" in cfg and "\n    monitor fail if { stopping }\n" in cfg
+    probe = containers(rendered, HAPROXY)["haproxy"]["readinessProbe"]
+    assert probe["periodSeconds"] * probe["failureThreshold"] == 2
+    assert rendered.get("Deployment", HAPROXY)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 35
+    rendered = helm.render(None, *HAPROXY_ON, "--set", "haproxy.drainSeconds=0")
+    assert "grace" not in rendered.get("ConfigMap", HAPROXY)["data"]["haproxy.cfg"]
+    assert rendered.get("Deployment", HAPROXY)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 30
+
+
 @pytest.mark.parametrize("mode", ["none", "edge", "passthrough"])
 def test_session_rate_limit_caps_every_client_frontend(helm, mode):
     assert "rate-limit" not in haproxy_cfg(helm, *BACKEND_TLS, "--set", f"haproxy.tls.mode={mode}")
