@@ -1,6 +1,9 @@
-"""An autostarted swarm on the real node, watched as a user watches it: the in-cluster Prometheus scrapes the master,
-kube-state-metrics and the kubelet's cAdvisor; every dashboard panel has data; and when the run stops, Locust's count
-agrees with the target's own. The tests share one release and run in order."""
+"""An autostarted swarm on the real node, watched as a user watches it: every container started by the kubelet from
+the images built here and ready by its own probes, and `helm test` passes; the in-cluster Prometheus scrapes the
+master, kube-state-metrics and the kubelet's cAdvisor; every dashboard panel has data; and when the run stops,
+Locust's count agrees with the target's own. The tests share one release and run in order. (The used-by line as
+typed, an interactive release, helm install and helm test, is the README's real-node block in the journeys layer;
+worker CPU tuned with `helm upgrade` beside a CPU hog is test_tune's, through `loadtest tune --apply`.)"""
 from __future__ import annotations
 
 import json
@@ -26,7 +29,7 @@ def swarm(cluster, module_namespace, helm) -> Prometheus:
     install(helm, namespace, "--set", "haproxy.enabled=true", "--set", "locust.target=haproxy",
             "--set", "locust.mode=autostart", "--set", f"locust.autostart.users={USERS}",
             "--set", f"locust.autostart.spawnRate={USERS}")
-    wait_ready(cluster, namespace)
+    print(f"install -> all containers ready: {wait_ready(cluster, namespace):.0f} s")
     # A pod no node can take, as when a worker too many is asked for: the "Pending pods" panels show it.
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(unschedulable_pod()))
     return Prometheus(cluster, namespace)
@@ -39,6 +42,42 @@ def unschedulable_pod() -> dict:
                                      "resources": {"requests": {"cpu": "64"}},
                                      "securityContext": {"allowPrivilegeEscalation": False,
                                                          "capabilities": {"drop": ["ALL"]}}}]}}
+
+
+def test_every_container_started_and_helm_test_passes(swarm, module_namespace, helm):
+    out = helm("test", "lt", "-n", module_namespace, "--timeout", "180s")
+    # The test pods ran for real and passed: the master's web UI counted every worker and the target answered
+    # (lt-test-locust), the backend served its 1 KB payload (lt-test-backend); each exits non-zero otherwise.
+    assert out.count("Phase:          Succeeded") == 2, out
+
+
+# From inside a pod: connect to an address, report how the attempt ended and how long it took.
+CONNECT = """
+import socket, sys, time
+started = time.monotonic()
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20).close()
+    outcome = "connected"
+except OSError as e:
+    outcome = type(e).__name__
+print(outcome, round(time.monotonic() - started, 2))
+"""
+
+
+def test_a_pods_connect_that_kube_proxy_cannot_translate_is_refused_at_once(cluster, swarm, module_namespace):
+    """A Service with no ready endpoint, and an address off the node: a pod's connect fails within a second, as in a
+    cluster, instead of hanging until its SYN retries give up (a worker's first connect to a master not ready yet
+    did, for about 2 min); nothing is routed off this machine."""
+    cluster.kubectl("apply", "-n", module_namespace, "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "no-endpoints"},
+         "spec": {"selector": {"app": "no-such-pod"}, "ports": [{"port": 80}]}}))
+    address = cluster.kubectl("get", "service", "-n", module_namespace, "no-endpoints",
+                              "-o", "jsonpath={.spec.clusterIP}")
+    for host in (address, "203.0.113.99"):  # TEST-NET-3: documentation only, never a host
+        out = cluster.kubectl("exec", "-n", module_namespace, "deploy/lt-locust-worker", "--", "python3", "-c",
+                              CONNECT, host, "80")
+        outcome, seconds = out.split()
+        assert outcome != "connected" and float(seconds) < 2, (host, out)
 
 
 def test_workers_master_kube_state_metrics_and_cadvisor_are_scraped(swarm, module_namespace):

@@ -35,6 +35,8 @@ SOCKET = RUN_DIR / "containerd.sock"
 CONTAINERD_ROOT = paths.CACHE / "containerd"
 CNI_BIN = Path("/usr/lib/cni")
 FENCE = "LOADTEST-FENCE"
+# The routing table of what arrives from the bridge: the bridge's subnet, and "unreachable" for everything else.
+POD_ROUTES = "1980"
 NAMESPACE = "k8s.io"  # containerd's namespace for the CRI's containers and images
 # Sysctls the node needs: routing between the bridge's pods through Service addresses, and iptables on bridged
 # traffic (a reply from a pod to a pod on the same bridge must pass kube-proxy's NAT to be un-DNATed).
@@ -101,6 +103,14 @@ def network_up(node_dir: Path) -> None:
     _run("iptables", "-t", "mangle", "-A", FENCE, "-o", BRIDGE, "-j", "DROP")
     if _run("iptables", "-t", "mangle", "-C", "FORWARD", "-j", FENCE, check=False).returncode != 0:
         _run("iptables", "-t", "mangle", "-I", "FORWARD", "1", "-j", FENCE)
+    # A pod's packet that kube-proxy did not translate (its Service has no ready endpoint yet, or is not synced yet)
+    # is refused at once, as a cluster's kube-proxy refuses it: the fence above would drop it in silence, and the
+    # client's connect would hang until its SYN retries give up (about 2 min, a Locust worker's first connect to a
+    # master not ready yet). Addresses of this machine (the API server's) are looked up before this table.
+    _run("ip", "route", "replace", NODE_POD_CIDR, "dev", BRIDGE, "table", POD_ROUTES)
+    _run("ip", "route", "replace", "unreachable", "default", "table", POD_ROUTES)
+    if f"lookup {POD_ROUTES}" not in _run("ip", "rule", "show").stdout:
+        _run("ip", "rule", "add", "iif", BRIDGE, "lookup", POD_ROUTES, "priority", POD_ROUTES)
 
 
 def network_down(node_dir: Path) -> None:
@@ -113,6 +123,9 @@ def network_down(node_dir: Path) -> None:
     if _run("iptables", "-t", "mangle", "-L", FENCE, "-n", check=False).returncode == 0:
         _run("iptables", "-t", "mangle", "-F", FENCE)
         _run("iptables", "-t", "mangle", "-X", FENCE)
+    while f"lookup {POD_ROUTES}" in _run("ip", "rule", "show").stdout:
+        _run("ip", "rule", "del", "lookup", POD_ROUTES)
+    _run("ip", "route", "flush", "table", POD_ROUTES, check=False)
     _run("ip", "link", "del", BRIDGE, check=False)
     saved = node_dir / "sysctls.json"
     if saved.exists():
