@@ -1,6 +1,15 @@
-"""`loadtest run --release` against a release on the real node, as a pipeline runs it: the command opens its own
-port-forwards through the real kubelet, runs, judges its checks, and leaves Locust's files and the release's
-Prometheus series in its folder; interrupted, it stops the swarm and still leaves what it collected."""
+"""One interactive release on the real node, driven as a pipeline and as a person drive it.
+
+`loadtest run --release`, as a pipeline runs it: the command opens its own port-forwards through the real kubelet,
+runs, judges its checks, and leaves Locust's files and the release's Prometheus series in its folder; interrupted,
+it stops the swarm and still leaves what it collected.
+
+The chart's Locust web UI in a real browser, reached as a user reaches it: through the master's Service (`kubectl
+port-forward`, what NOTES.txt prints). It refuses a visitor without the password of the Secret the chart made, and
+with it a user starts a swarm on the chart's workers, sees requests counted and a live RPS in the charts, stops it
+and opens the run's report (tests/browser.py, shared with the dataplane layer). These come first, on a master that has
+run nothing yet (after a run, its page shows that run's figures, not the form), each with its own port-forward, gone
+before the pipeline's tests assert that theirs are."""
 from __future__ import annotations
 
 import csv
@@ -13,8 +22,12 @@ import time
 
 import psutil
 import pytest
+from browser import assert_refused_without_the_password, chromium, swarm_through_the_ui
 from conftest import install, master, wait_ready
 from interrupt import sigint_restored
+
+from loadtest.runtime.locustweb import LocustWeb
+from loadtest.runtime.release import Release
 
 RUN_FILES = {"result.json", "checks.xml", "summary.md", "report.html", "stats.json", "stats_stats.csv",
              "stats_failures.csv", "stats_exceptions.csv", "series.csv"}
@@ -39,6 +52,29 @@ def loadtest_run(cluster, namespace: str, out, *args: str) -> subprocess.Popen:
 def port_forwards(kubeconfig) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["cmdline"])
             if "port-forward" in (p.info["cmdline"] or []) and str(kubeconfig) in p.info["cmdline"]]
+
+
+@pytest.fixture
+def web(cluster, release):
+    chart_release = Release("lt", release, cluster.kubeconfig)
+    with chart_release.port_forward("locust-master", "web") as url:
+        web = LocustWeb(url, chart_release.web_credentials())
+        web.wait_workers(1, 120)
+        yield web
+
+
+@pytest.fixture
+def browser(tmp_path):
+    with chromium(tmp_path / "chromium-profile") as driver:
+        yield driver
+
+
+def test_the_charts_web_ui_refuses_a_visitor_without_the_password(web, browser, tmp_path):
+    assert_refused_without_the_password(browser, web.url, tmp_path / "web-ui-refused.png")
+
+
+def test_with_the_secrets_password_a_user_runs_a_swarm_on_the_charts_workers(web, browser, tmp_path):
+    swarm_through_the_ui(browser, web, 5, "/1kb", tmp_path)
 
 
 def test_a_judged_run_collects_locust_files_and_the_release_series(cluster, release, tmp_path):
@@ -81,3 +117,4 @@ def test_an_interrupted_run_stops_the_swarm_and_keeps_what_it_collected(cluster,
     assert {"stats.json", "report.html", "stats_stats.csv"} <= {p.name for p in out.iterdir()}
     assert master(cluster, release).status()["state"] == "stopped"
     assert port_forwards(cluster.kubeconfig) == []
+
