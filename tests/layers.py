@@ -2,12 +2,13 @@
 
 Each layer is its own pytest session, so a layer's clusters and processes are gone before the next layer starts (a
 session-wide fixture would keep the cluster layer's control plane up, idle noise, through the timing-sensitive
-dataplane and node layers). The cluster layer mostly waits on its control plane and judges no timing, so it runs
-beside the unit, chart and journeys layers (its output printed whole when it ends): the journeys are the README as a
-user types it, whose judged runs accept a generator-bound verdict and whose checks are a user's loose ones, on a
-machine that is often busy with something else. The dataplane and node layers, which judge rates and CPU shares, run
-one at a time with nothing beside them. The end of the output is a table: the set-up's wall time, then each layer's
-wall time and test counts, then the slowest tests of the whole suite.
+dataplane and node layers). The cluster and journeys layers start in the background, beside the unit and chart
+layers (their output printed whole when they end): the cluster layer mostly waits on its control planes and judges
+no timing (two sessions share its files, `OPTIONS`), and the journeys are the README as a user types it, whose judged
+runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that is often busy with
+something else. The dataplane and node layers, which judge rates and CPU shares, then run one at a time with nothing
+beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,
+then the slowest tests of the whole suite.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
 (2 interrupted, 3 internal error, 4 usage error, 5 no tests collected).
@@ -27,8 +28,13 @@ from conftest import LAYERS
 
 TESTS = Path(__file__).resolve().parent
 SLOWEST = 30
-# A layer that runs in the background while these run in the foreground.
-BESIDE = {"cluster": ("unit", "chart", "journeys")}
+# Layers that start in the background with the suite, beside the first layers in the foreground; the layers after
+# those wait for all of them.
+IN_THE_BACKGROUND = ("cluster", "journeys")
+FIRST = ("unit", "chart")
+# A layer's own pytest options. The cluster layer's tests spend their time waiting on control planes (two whole
+# cron minutes in one of them), so two sessions share its test files, each with its own control plane.
+OPTIONS = {"cluster": ("-n", "2", "--dist", "loadfile")}
 
 
 @dataclass
@@ -50,7 +56,8 @@ def start(layer: Layer, junit: Path, output=None) -> subprocess.Popen:
     print(f"\n===== layer {layer.name}{' (in the background)' if output else ''} =====", flush=True)
     layer.seconds = time.monotonic()
     return subprocess.Popen([sys.executable, "-m", "pytest", "-m", layer.name, f"--junitxml={junit}",
-                             str(TESTS / layer.name)], cwd=TESTS.parent, stdout=output, stderr=output)
+                             *OPTIONS.get(layer.name, ()), str(TESTS / layer.name)], cwd=TESTS.parent,
+                            stdout=output, stderr=output)
 
 
 def finish(layer: Layer, process: subprocess.Popen, junit: Path) -> list[tuple[float, str]]:
@@ -93,23 +100,28 @@ def main() -> int:
     parser.add_argument("--setup-seconds", type=float, default=0.0, help="the set-up's wall time, for the table")
     args = parser.parse_args()
     layers, cases, started = {name: Layer(name) for name in LAYERS}, [], time.monotonic()
-    in_front = {name for names in BESIDE.values() for name in names}
     with tempfile.TemporaryDirectory(prefix="loadtest-layers-") as reports:
         junit = {name: Path(reports) / f"{name}.xml" for name in LAYERS}
         try:
-            for name in LAYERS:
-                if name in in_front:
-                    continue
-                background = None
-                if name in BESIDE:
-                    log = (Path(reports) / f"{name}.log").open("w+")
-                    background = start(layers[name], junit[name], log)
-                for front in BESIDE.get(name, (name,)):
-                    cases += finish(layers[front], start(layers[front], junit[front]), junit[front])
-                if background:
-                    cases += finish(layers[name], background, junit[name])
+            background = {}
+            for name in IN_THE_BACKGROUND:
+                log = (Path(reports) / f"{name}.log").open("w+")
+                background[name] = (start(layers[name], junit[name], log), log)
+
+            def wait_for_the_background():
+                for name, (process, log) in background.items():
+                    cases.extend(finish(layers[name], process, junit[name]))
                     log.seek(0)
                     print(f"\n===== layer {name} (its output) =====\n{log.read()}", flush=True)
+                background.clear()
+
+            for name in LAYERS:
+                if name in IN_THE_BACKGROUND:
+                    continue
+                if name not in FIRST:
+                    wait_for_the_background()
+                cases += finish(layers[name], start(layers[name], junit[name]), junit[name])
+            wait_for_the_background()
         except KeyboardInterrupt:
             print("\ninterrupted", file=sys.stderr)
             return 130
