@@ -76,18 +76,19 @@ class Prometheus:
     def version(self) -> str:
         return self.get("/api/v1/status/buildinfo").get("version", "unknown")
 
-    def wait_scraped_since(self, at: float, timeout_s: float) -> bool:
-        """Wait until every target has been scraped at or after `at` (unix time), so that each sample up to `at` is
-        in the query API (a sample stamped by its exporter, as cAdvisor's are, comes with the scrape after its stamp);
-        False if that did not happen within `timeout_s`."""
+    def wait_stamped_since(self, at: float, timeout_s: float, stamps: tuple[str, ...] = ("min(timestamp(up))",)
+                           ) -> bool:
+        """Wait until each of `stamps` (a query of a sample's timestamp) is at or after `at` (unix time): by default,
+        every target scraped since, so each sample up to `at` is in the query API (a sample stamped by its exporter,
+        as cAdvisor's are, comes with the scrape after its stamp). False if not within `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         while True:
-            oldest = self.scalar("min(timestamp(up))")
-            if oldest is not None and oldest >= at:
+            seen = [self.scalar(stamp) for stamp in stamps]
+            if all(t is not None and t >= at for t in seen):
                 return True
             if time.monotonic() > deadline:
                 return False
-            time.sleep(0.5)
+            time.sleep(0.2)
 
     def wait_for(self, expr: str, timeout_s: float, what: str) -> None:
         """Wait until `expr` returns a series; `what` names it in the error."""

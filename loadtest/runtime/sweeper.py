@@ -127,20 +127,6 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     }
 
 
-def wait_past(prometheus: Prometheus, release: str, end: float, scrape_s: float) -> None:
-    """Wait until Prometheus holds a scrape of the Locust master and an evaluation of the rules both later than `end`:
-    then every scrape and evaluation up to `end` is in (each series is appended in time order). About an interval; at
-    most three, after which measure() says what is missing."""
-    sel = f'release="{release}"'
-    deadline = time.monotonic() + 3 * scrape_s
-    while time.monotonic() < deadline:
-        latest = [prometheus.scalar(f"max(timestamp({series}{{{sel}}}))")
-                  for series in ("locust_requests_total", "loadtest:generator_saturated_steady:bool")]
-        if all(t is not None and t > end for t in latest):
-            return
-        time.sleep(scrape_s / 5)
-
-
 def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float, r: str) -> dict | None:
     """The open model's figures over the window whose edges are the scrapes at or before `start_at` and `end` (the
     same scrapes as the request counts, so the slots are whole worker reports too): the rate offered, the slots handed
@@ -240,7 +226,12 @@ class Sweeper:
         self.watch(of, "measuring", math.ceil(spec.hold_s + scrape_s), sample=True)
         end = time.time()
         target_cores = d.window_target_cores()
-        wait_past(d.prometheus, d.release, end, scrape_s)
+        # Once Prometheus holds a scrape of the master and an evaluation of the rules past `end`, every one up to it
+        # is in (each series is appended in time order): about an interval; after three, measure() says what is missing.
+        sel = f'release="{d.release}"'
+        d.prometheus.wait_stamped_since(end, 3 * scrape_s, tuple(
+            f"max(timestamp({series}{{{sel}}}))" for series in ("locust_requests_total",
+                                                                "loadtest:generator_saturated_steady:bool")))
         f = measure(d.prometheus, d.release, end, spec.hold_s, scrape_s)
         if f["target_cpu_ratio"] is not None:
             target_cores = f["target_cpu_ratio"] * d.target_cpus

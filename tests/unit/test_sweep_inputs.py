@@ -69,9 +69,9 @@ def test_the_run_s_last_scrape_is_awaited_not_a_clock(monkeypatch):
     prometheus = prom.Prometheus("http://127.0.0.1:9")
     seen = iter([None, 99.0, 100.0])
     monkeypatch.setattr(prometheus, "scalar", lambda expr, at=None: next(seen) if expr == "min(timestamp(up))" else 0)
-    assert prometheus.wait_scraped_since(100.0, timeout_s=10)
+    assert prometheus.wait_stamped_since(100.0, timeout_s=10)
     monkeypatch.setattr(prometheus, "scalar", lambda expr, at=None: 99.0)
-    assert not prometheus.wait_scraped_since(100.0, timeout_s=10)
+    assert not prometheus.wait_stamped_since(100.0, timeout_s=10)
 
 
 def test_locust_credentials_become_basic_auth_and_never_ride_in_the_url():
