@@ -79,8 +79,9 @@ def test_with_the_secrets_password_a_user_runs_a_swarm_on_the_charts_workers(web
 
 def test_a_judged_run_collects_locust_files_and_the_release_series(cluster, release, tmp_path):
     out = tmp_path / "run"
-    # 30 s: six scrapes of the node layer's 5 s (examples/real-node/values.yaml) after the statistics' reset.
-    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "30s",
+    # 20 s: four scrapes of the node layer's 5 s (examples/real-node/values.yaml) after the statistics' reset, one
+    # rules window.
+    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "20s",
                         "--check", "fail_ratio<1%", "--check", "rps>=10")
     output, _ = proc.communicate(timeout=300)
     print(output)

@@ -10,7 +10,7 @@ import json
 import time
 
 import pytest
-from conftest import Prometheus, aggregated, haproxy_served, install, master, wait_ready
+from conftest import WINDOW, Prometheus, aggregated, haproxy_served, install, master, wait_ready
 
 from loadtest import dashboards, images
 
@@ -84,12 +84,12 @@ def test_workers_master_kube_state_metrics_and_cadvisor_are_scraped(swarm, modul
     namespace = module_namespace
     # The worker connected and runs users; Prometheus scrapes the master (through the Service's pod).
     swarm.wait(f'locust_workers{{namespace="{namespace}",state="running"}}', lambda v: v == 1)
-    swarm.wait(f'sum(rate(locust_requests_total{{namespace="{namespace}"}}[30s]))', lambda v: v and v > 10)
+    swarm.wait(f'sum(rate(locust_requests_total{{namespace="{namespace}"}}{WINDOW}))', lambda v: v and v > 10)
     # kube-state-metrics, and the real kubelet's cAdvisor for the worker's container.
     swarm.wait(f'kube_pod_container_resource_limits{{namespace="{namespace}",resource="cpu",container="worker"}}',
                lambda v: v == 0.5)
     worker = f'namespace="{namespace}",pod=~"lt-locust-worker-.*",container="worker"'
-    swarm.wait(f"rate(container_cpu_usage_seconds_total{{{worker}}}[30s])", lambda v: v and v > 0.05)
+    swarm.wait(f"rate(container_cpu_usage_seconds_total{{{worker}}}{WINDOW})", lambda v: v and v > 0.05)
     swarm.wait(f"container_cpu_cfs_throttled_periods_total{{{worker}}}", lambda v: v is not None)
 
 

@@ -61,8 +61,8 @@ def test_a_thin_worker_plateaus_throttled_and_tune_gives_it_a_core_beside_a_cpu_
                     lambda v: v == 1, timeout=240)
     rate = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}{WINDOW}))'
     # cAdvisor's reading of the worker container's CPU, in cores, over two windows: its readings come at its
-    # housekeeping interval (10 s or more), and an instant query of one window could find one reading alone (the
-    # replaced thin pod's lower one loses to the whole-core pod's in max()).
+    # housekeeping interval (the node's 5 s, or more when the kubelet is busy), and an instant query of one window
+    # could find few alone (the replaced thin pod's lower one loses to the whole-core pod's in max()).
     cores = (f'max(rate(container_cpu_usage_seconds_total{{namespace="{namespace}", container="worker"}}'
              f'[{2 * WINDOW_S}s]))')
     thin = prometheus.wait(rate, lambda v: v is not None and v > 0)

@@ -41,6 +41,7 @@ NAMESPACE = "k8s.io"  # containerd's namespace for the CRI's containers and imag
 # Sysctls the node needs: routing between the bridge's pods through Service addresses, and iptables on bridged
 # traffic (a reply from a pod to a pod on the same bridge must pass kube-proxy's NAT to be un-DNATed).
 SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"}
+HOUSEKEEPING_INTERVAL = "5s"  # cAdvisor's refresh of container stats: see _start_kubelet
 COREDNS_PORT = 1053  # above 1024: the unprivileged CoreDNS needs no capability
 
 
@@ -235,6 +236,10 @@ class RealNode:
             # cAdvisor's own flag: it asks containerd which container a cgroup is, or its series carry no
             # container, pod or image labels (the dashboards' per-container CPU and throttling).
             "--containerd", str(SOCKET),
+            # cAdvisor reads a container's CPU counters this often (a kubelet's default: 10 s). At the example
+            # values' 5 s scrape every scrape sees a fresh reading, so a 20 s rules window judges throttling from
+            # four of them (examples/real-node/values.yaml).
+            "--housekeeping-interval", HOUSEKEEPING_INTERVAL,
         ])
         self.processes.wait(f"node {NAME} to be Ready", "kubelet", self._node_ready, timeout)
 
