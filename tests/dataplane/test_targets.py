@@ -25,7 +25,7 @@ import pytest
 from loadtest import paths, scenarios, targets
 from loadtest.runtime.stack import Server, Stack
 
-RUN_S = 3
+RUN_S = 2
 USERS = 8
 ROUTES = 3
 INSECURE = ssl.create_default_context()
