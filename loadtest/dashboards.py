@@ -231,7 +231,7 @@ def generator() -> dashboard.Dashboard:
             .with_panel(graph(
                 "Worker CPU, share of its ceiling",
                 f"Each worker's CPU over what it may use: its CPU limit, at most one core (a worker is one thread). "
-                f"At the dashed line ({SATURATED:.0%}) the worker caps the RPS. Locust measures it every 10 s.",
+                f"At the dashed line ({SATURATED:.0%}) the worker caps the RPS. Each worker reports it every 3 s.",
                 [worker_saturation(per_worker)], "percentunit", red_from=SATURATED, max_value=1.2))
             .with_panel(graph(
                 "Worker CPU and limit",

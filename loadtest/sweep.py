@@ -22,12 +22,9 @@ USERS_PER_WORKER = 50  # the default of workers and target-cpus sweeps
 # Locust's latency percentiles cover the last 10 s of responses: a shorter warm-up would mix the previous step's
 # latencies into this step's p95.
 MIN_WARMUP_S = 10
-# Locust workers send their request counts to the master in batches this far apart (locust.runners).
+# Locust workers send their request counts to the master in batches this far apart (locust.runners), and with them
+# the CPU they used since the last (loadtest_metrics): a worker started for a step is measured within its warm-up.
 WORKER_REPORT_MS = 3000
-# A Locust worker measures its CPU every 10 s (locust.runners.CPU_MONITOR_INTERVAL) and its first figure, at 10 s,
-# is psutil's first call: 0. Its first real figure comes this long after it starts; a window before then would show
-# the worker idle whatever it did.
-WORKER_CPU_FIRST_S = 20
 
 
 class SweepError(UsageError):

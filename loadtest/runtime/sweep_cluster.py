@@ -48,7 +48,6 @@ class ClusterDriver:
                              "count, so each workers step would recreate the master and reset its statistics; "
                              "upgrade it with locust.mode=interactive for the sweep")
         self.target_cpus = self.current_target_cpus()
-        self.workers_started = None  # the release's worker pods start under helm, out of the sweep's sight
         self.changed: dict[str, object] = {}  # chart value -> what it was before the sweep set it
 
     def __enter__(self) -> ClusterDriver:

@@ -17,7 +17,6 @@ earlier step's Locust logs are kept beside the new ones, named after their rate.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,7 +96,6 @@ class LocalDriver:
         self.arrival_rate: int | None = spec.loads[0] if spec.open_model else None
         self.target_cpus = 1
         self.stack: Stack | None = None
-        self.workers_started: float | None = None
         self.window_open = False
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -187,8 +185,6 @@ class LocalDriver:
                     log.rename(procs.logs / f"{name}.{logs_suffix}.log")
 
     def _start_workers(self, count: int) -> None:
-        if count > len(self.launcher.workers):
-            self.workers_started = time.monotonic()
         self.launcher.start_workers(count)
         try:
             self.locust.wait_workers(count, STARTUP_TIMEOUT_S * 2)

@@ -28,7 +28,7 @@ from .. import report, verdict
 from ..errors import RunFailed
 from ..knee import Step, knee_reason
 from ..locuststats import PerSecond
-from ..sweep import KINDS, WORKER_CPU_FIRST_S, Spec, measured_window, window_range
+from ..sweep import KINDS, Spec, measured_window, window_range
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 
@@ -48,7 +48,6 @@ class Driver(Protocol):
     locust: LocustWeb
     workers: int
     target_cpus: int
-    workers_started: float | None  # time.monotonic() when the newest worker started; None where it is not known
 
     def conditions(self) -> dict[str, str]: ...
 
@@ -214,14 +213,7 @@ class Sweeper:
                       f"{d.target_cpus} CPU(s); warm-up {spec.warmup_s} s, then {spec.hold_s} s measured")
         d.locust.swarm(users, spec.spawn_rate or users)
         d.locust.wait_users(users, SPAWN_TIMEOUT_S)
-        warmup_s = spec.warmup_s
-        if d.workers_started is not None:  # workers started for this step: the window waits for their CPU figures
-            cpu_in_s = math.ceil(d.workers_started + WORKER_CPU_FIRST_S - time.monotonic())
-            if cpu_in_s > warmup_s:
-                warmup_s = cpu_in_s
-                self.progress(f"  {of}: warm-up {warmup_s} s, until the workers' first CPU figure (Locust's comes "
-                              f"{WORKER_CPU_FIRST_S} s after a worker starts)")
-        self.watch(of, "warm-up", warmup_s, sample=False)
+        self.watch(of, "warm-up", spec.warmup_s, sample=False)
         # One scrape interval more than the window: the window (whole scrapes up to the last one) fits inside.
         self.watch(of, "measuring", math.ceil(spec.hold_s + scrape_s), sample=True)
         end = time.time()

@@ -33,8 +33,7 @@ import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where t
 # The labels the chart's scrape configurations give every series, here as static labels.
 RELEASE = "local"
 STARTUP_TIMEOUT_S = 20
-# Locust measures a worker's CPU every 10 s and the first measurement is void: the first real figure reaches the
-# master ~20 s after a worker starts. The verdict must appear well within this.
+# A worker's CPU reaches the master with its stats reports, every 3 s: the verdict must appear well within this.
 VERDICT_TIMEOUT_S = 90
 LOCUST_RUN_TIME_S = VERDICT_TIMEOUT_S + 30
 
@@ -128,13 +127,18 @@ def start_data_plane(procs: Processes, quotas, workdir: Path, *, workers: int, u
 
 
 def wait_for_verdict(prometheus: Prometheus, procs: Processes, workers: int, wanted: str | None = None) -> float:
-    """Poll until every worker's CPU was measured and the release has a verdict (`wanted`, when given); the time."""
+    """Poll until every worker's CPU was measured, the master's and both targets' request rates are (nginx and
+    HAProxy: two scrapes of each since the swarm's statistics were reset) and the release has a verdict (`wanted`,
+    when given); the time."""
     deadline = time.monotonic() + VERDICT_TIMEOUT_S
     while time.monotonic() < deadline:
         now = time.time()
         verdicts = prometheus.verdicts(now)
         measured = prometheus.query("count(locust_worker_cpu_usage_cores > 0)", now)
-        if measured and int(measured[0]["value"][1]) == workers and verdicts and wanted in (None, *verdicts):
+        served = prometheus.query("count(loadtest:target_requests:rate1m)", now)
+        sent = prometheus.query("sum(rate(locust_requests_total[1m])) > 0", now)
+        if measured and int(measured[0]["value"][1]) == workers and served and int(served[0]["value"][1]) == 2 \
+                and sent and verdicts and wanted in (None, *verdicts):
             return now
         time.sleep(1)
     pytest.fail(f"no {wanted or 'verdict'} with {workers} measured worker(s) within {VERDICT_TIMEOUT_S} s; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ class FakeEnvironment:
 def master():
     """A master runner's state, as the collector reads it: two workers (one missing) and two request names."""
     runner = MasterState(STATE_RUNNING, WorkerNodes())
-    for worker_id, state, cpu, memory, users in (("pod-a_" + "a" * 32, STATE_RUNNING, 97, 80e6, 7),
+    for worker_id, state, cpu, memory, users in (("pod-a_" + "a" * 32, STATE_RUNNING, 50, 80e6, 7),
                                                  ("pod-b_" + "b" * 32, STATE_MISSING, 12, 60e6, 3)):
         node = WorkerNode(worker_id, state=state)
         node.cpu_usage, node.memory_usage, node.user_classes_count = cpu, memory, {"User": users}
@@ -89,9 +90,12 @@ def master():
     stats.log_error("POST", "/login", "HTTP 500")
     reports = loadtest_metrics.WorkerReports()
     reports.add("pod-a_" + "a" * 32, {"stats_total": {"num_requests": 4},
-                                      loadtest_metrics.REPORT_KEY: {"cpu_limit_cores": 1.0, "cpu_warnings": 2}})
+                                      loadtest_metrics.REPORT_KEY: {"cpu_limit_cores": 1.0, "cpu_warnings": 2,
+                                                                    "cpu_cores": None}})
     reports.add("pod-a_" + "a" * 32, {"stats_total": {"num_requests": 2},
-                                      loadtest_metrics.REPORT_KEY: {"cpu_limit_cores": 1.0, "cpu_warnings": 3}})
+                                      loadtest_metrics.REPORT_KEY: {"cpu_limit_cores": 1.0, "cpu_warnings": 3,
+                                                                    "cpu_cores": 0.97}})
+    # A worker of an older chart (mid-upgrade) reports no CPU of its own: Locust's heartbeat figure stands.
     reports.add("pod-b_" + "b" * 32, {"stats_total": {"num_requests": 1},
                                       loadtest_metrics.REPORT_KEY: {"cpu_limit_cores": None, "cpu_warnings": 0}})
     reports.add("gone_" + "c" * 32, {"stats_total": {"num_requests": 9}})
@@ -105,6 +109,17 @@ def samples(environment, reports) -> dict[tuple, float]:
             if s.name.startswith("locust_")}
 
 
+def test_a_workers_cpu_clock_says_the_cores_it_used_since_the_last_reading():
+    clock = loadtest_metrics.CpuClock()
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:  # busy: about a core, less on a crowded machine
+        pass
+    busy = clock.cores()
+    time.sleep(0.3)
+    idle = clock.cores()
+    assert busy > 0.3 and idle < 0.2, (busy, idle)
+
+
 def test_collector_exports_the_run_the_requests_and_every_worker(master):
     got = samples(*master)
     a, b = "pod-a_" + "a" * 32, "pod-b_" + "b" * 32
@@ -116,7 +131,8 @@ def test_collector_exports_the_run_the_requests_and_every_worker(master):
     assert got[("locust_requests_total", ("method", "GET"), ("name", "/1kb"))] == 5
     assert got[("locust_requests_total", ("method", "POST"), ("name", "/login"))] == 1
     assert got[("locust_request_failures_total", ("method", "POST"), ("name", "/login"))] == 1
-    assert got[("locust_worker_cpu_usage_cores", ("worker", a))] == 0.97
+    assert got[("locust_worker_cpu_usage_cores", ("worker", a))] == 0.97  # its last report's, not Locust's 0.5
+    assert got[("locust_worker_cpu_usage_cores", ("worker", b))] == 0.12
     assert got[("locust_worker_memory_bytes", ("worker", b))] == 60e6
     assert got[("locust_worker_users", ("worker", a))] == 7
     assert got[("locust_worker_requests_total", ("worker", a))] == 6

@@ -7,8 +7,8 @@ judged, as everywhere in loadtest: the chart sets LOCUST_RESET_STATS, so Locust'
 start once every user runs, and a worker's CPU is sampled only while every user runs. The generator was the limit
 when a worker was at LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or one core: a worker is one process) in
 at least LOADTEST_SATURATED_SHARE of its samples; the chart sets both from the saturation rules, the one place they
-are kept. Each worker's CPU is Locust's own heartbeat measurement, and its limit the one loadtest_metrics adds to
-the worker's reports. In the open model (loadtest_arrival) the generator was the limit too when its workers started
+are kept. Each worker's CPU (what it used since its previous report, every 3 s) and its limit are what
+loadtest_metrics adds to the worker's reports. In the open model (loadtest_arrival) the generator was the limit too when its workers started
 at least LOADTEST_LATE_STARTS of the requests late with a worker's CPU saturated in a sample (the evidence that CPU
 was why), or when their event loop lagged in at least LOADTEST_SATURATED_SHARE of its probes
 (loadtest_results.generator_limit); and the run is held to its offered rate beside its checks
@@ -25,7 +25,7 @@ import time
 
 import gevent
 from locust import events
-from locust.runners import CPU_MONITOR_INTERVAL, STATE_RUNNING, MasterRunner
+from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, MasterRunner
 
 import loadtest_arrival
 import loadtest_checks
@@ -62,9 +62,8 @@ logger = logging.getLogger(__name__)
 
 
 class WorkerCpu:
-    """Each worker's CPU as a share of its ceiling, sampled at its reports while the swarm runs. A worker measures
-    its CPU over the last CPU_MONITOR_INTERVAL seconds, on a clock of its own that starts with a 0: samples start
-    two intervals into the run, when every figure is of the run."""
+    """Each worker's CPU as a share of its ceiling, from its reports while the swarm runs. A report says what the
+    worker used since its previous one: samples start a report interval into the run, when every figure is of it."""
 
     def __init__(self, runner: MasterRunner):
         self.runner = runner
@@ -75,12 +74,13 @@ class WorkerCpu:
         if self.runner.state != STATE_RUNNING:
             self.running_since = None
             return
-        self.running_since = self.running_since or time.monotonic()
-        node = next((n for n in self.runner.clients.values() if n.id == client_id), None)
-        if node is None or time.monotonic() - self.running_since < 2 * CPU_MONITOR_INTERVAL:
+        now = time.monotonic()
+        self.running_since = self.running_since or now
+        facts = data.get(REPORT_KEY) or {}
+        if facts.get("cpu_cores") is None or now - self.running_since < WORKER_REPORT_INTERVAL:
             return
-        limit = (data.get(REPORT_KEY) or {}).get("cpu_limit_cores") or 1.0
-        self.samples.setdefault(client_id, []).append(node.cpu_usage / 100 / min(limit, 1.0))
+        limit = facts.get("cpu_limit_cores") or 1.0
+        self.samples.setdefault(client_id, []).append(facts["cpu_cores"] / min(limit, 1.0))
 
     def busiest(self) -> float | None:
         """The highest mean of any worker; None when the run was too short to measure one."""
@@ -187,7 +187,7 @@ def conditions(environment) -> dict[str, str]:
 def why(busiest: float | None, hot: float | None, cause: str | None, late: str = "") -> str:
     """The verdict's reason: the workers' CPU, and in the open model what the late starts and the loop say."""
     if busiest is None:
-        said = f"no worker CPU measured: the run was shorter than {2 * CPU_MONITOR_INTERVAL:.0f} s"
+        said = f"no worker CPU measured: the run was shorter than {WORKER_REPORT_INTERVAL:.0f} s"
     else:
         said = (f"busiest worker at {busiest:.0%} of its CPU ceiling on average, saturated in {hot:.0%} of the "
                 "steady window")
@@ -275,7 +275,7 @@ def _register(environment, **_):
             logger.info("open model: %s", late)
         code = loadtest_checks.exit_code(outcomes, bound, figures[loadtest_checks.AGGREGATED].requests)
         if busiest is None:
-            logger.warning("no worker CPU measured: the run was shorter than %d s%s", 2 * CPU_MONITOR_INTERVAL,
+            logger.warning("no worker CPU measured: the run was shorter than %d s%s", WORKER_REPORT_INTERVAL,
                            "; the rate was not sent, and whether the generator held it back is not known"
                            if arrival and not bound and not outcomes[-1].passed else "")
         else:

@@ -6,9 +6,11 @@ on the web UI and, when LOADTEST_METRICS_PORT is set, on that port too (the only
 chart scrapes it, so web UI authentication never stands between Prometheus and the metrics). It binds where the
 web UI would (--web-host).
 
-Locust already sends each worker's CPU and memory to the master with its heartbeats. Each worker adds, to the stats
-report it sends every 3 s, its CPU limit (the CFS quota of its cgroup: what Kubernetes sets from resources.limits)
-and how many CPU warnings it raised, so the master can say how close every worker is to its ceiling. A worker told to
+Locust sends each worker's memory to the master with its heartbeats, and its CPU too, but measured every 10 s and
+0 until 20 s after the worker started (psutil's first call). Each worker adds, to the stats report it sends every 3 s,
+the CPU it used since its last report (from its first report on), its CPU limit (the CFS quota of its cgroup: what
+Kubernetes sets from resources.limits) and how many CPU warnings it raised, so the master can say how close every
+worker is to its ceiling from a run's first seconds. A worker told to
 stop by SIGTERM (its pod deleted) sends one last report before it quits, so its last seconds of requests count.
 With LOADTEST_WORKER_READY_FILE set, a worker creates that file once the master has accepted it: the chart's
 readiness probe, so a rolling update removes an old worker only after its replacement joined the run.
@@ -25,7 +27,7 @@ Metrics (counters reset when Locust resets its statistics; Prometheus' rate() ha
   locust_request_failures_total{method,name}      failed requests
   locust_response_time_seconds{method,name,quantile}       p50/p95/p99/p99.9 over the last ~10 s, per request name
   locust_aggregated_response_time_seconds{quantile}        p50/p95/p99/p99.9 over the last ~10 s, all requests
-  locust_worker_cpu_usage_cores{worker}           CPU the worker process used (Locust's 10 s measurement)
+  locust_worker_cpu_usage_cores{worker}           CPU the worker process used over its last 3 s stats report
   locust_worker_cpu_limit_cores{worker}           the worker's CPU limit; +Inf without one
   locust_worker_memory_bytes{worker}              resident memory of the worker process
   locust_worker_users{worker}                     users running on the worker
@@ -41,6 +43,8 @@ import json
 import logging
 import math
 import os
+import resource
+import time
 from pathlib import Path
 
 from locust import events
@@ -128,6 +132,27 @@ def cpu_limit_cores(proc: Path = Path("/proc/self")) -> float | None:
     return min(limits, default=None)
 
 
+class CpuClock:
+    """This process's CPU time (every thread, user and system) per second of wall time since the last reading: the
+    cores it used."""
+
+    def __init__(self):
+        self.start()
+
+    def start(self) -> None:
+        self.last = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return time.monotonic(), usage.ru_utime + usage.ru_stime
+
+    def cores(self) -> float | None:
+        (wall_before, cpu_before), self.last = self.last, self._now()
+        wall, cpu = self.last
+        return (cpu - cpu_before) / (wall - wall_before) if wall > wall_before else None
+
+
 def _register_worker(environment) -> None:
     # Init fires once the worker is connected (Locust's WorkerRunner waits for the master's "ack" as it is made).
     # Ready before that, a rolling update would stop the old worker first, and the master stops the run when its last
@@ -135,15 +160,21 @@ def _register_worker(environment) -> None:
     if ready_file := os.environ.get(READY_FILE_ENV):
         Path(ready_file).touch()
     warnings = 0
+    clock = CpuClock()
 
     @environment.events.cpu_warning.add_listener
     def count_cpu_warning(**_):
         nonlocal warnings
         warnings += 1
 
+    @environment.events.test_start.add_listener
+    def measure_the_run(**_):
+        clock.start()  # the first report of a run measures the run, not the idle wait before it
+
     @environment.events.report_to_master.add_listener
     def add_worker_facts(client_id, data, **_):
-        data[REPORT_KEY] = {"cpu_limit_cores": cpu_limit_cores(), "cpu_warnings": warnings}
+        data[REPORT_KEY] = {"cpu_limit_cores": cpu_limit_cores(), "cpu_warnings": warnings,
+                            "cpu_cores": clock.cores()}
 
     @environment.events.quitting.add_listener
     def send_last_report(**_):
@@ -165,6 +196,7 @@ class WorkerReports:
         self.requests: dict[str, int] = {}
         self.cpu_limit_cores: dict[str, float] = {}
         self.cpu_warnings: dict[str, int] = {}
+        self.cpu_cores: dict[str, float] = {}
 
     def add(self, client_id: str, data: dict) -> None:
         self.requests[client_id] = self.requests.get(client_id, 0) + data["stats_total"]["num_requests"]
@@ -173,10 +205,12 @@ class WorkerReports:
             limit = facts["cpu_limit_cores"]
             self.cpu_limit_cores[client_id] = math.inf if limit is None else limit
             self.cpu_warnings[client_id] = facts["cpu_warnings"]
+            if facts.get("cpu_cores") is not None:  # absent from a worker of an older chart mid-upgrade
+                self.cpu_cores[client_id] = facts["cpu_cores"]
 
     def keep_only(self, client_ids: set[str]) -> None:
         """Forget workers that left, so their series end."""
-        for table in (self.requests, self.cpu_limit_cores, self.cpu_warnings):
+        for table in (self.requests, self.cpu_limit_cores, self.cpu_warnings, self.cpu_cores):
             for gone in set(table) - client_ids:
                 del table[gone]
         if loadtest_arrival.totals is not None:
@@ -268,7 +302,7 @@ class LocustCollector:
         warnings = family(CounterMetricFamily, "locust_worker_cpu_warnings",
                           "Locust CPU warnings of the worker (a 10 s CPU check above 90 %)")
         for node in nodes:
-            cpu.add_metric([node.id], node.cpu_usage / 100)
+            cpu.add_metric([node.id], self.reports.cpu_cores.get(node.id, node.cpu_usage / 100))
             memory.add_metric([node.id], node.memory_usage)
             users.add_metric([node.id], node.user_count)
             requests.add_metric([node.id], self.reports.requests.get(node.id, 0))
