@@ -8,10 +8,10 @@ start once every user runs, and a worker's CPU is sampled only while every user 
 when a worker was at LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or one core: a worker is one process) in
 at least LOADTEST_SATURATED_SHARE of its samples; the chart sets both from the saturation rules, the one place they
 are kept. Each worker's CPU (what it used since its previous report, every 3 s) and its limit are what
-loadtest_metrics adds to the worker's reports. In the open model (loadtest_arrival) the generator was the limit too when its workers started
-at least LOADTEST_LATE_STARTS of the requests late with a worker's CPU saturated in a sample (the evidence that CPU
-was why), or when their event loop lagged in at least LOADTEST_SATURATED_SHARE of its probes
-(loadtest_results.generator_limit); and the run is held to its offered rate beside its checks
+loadtest_metrics adds to the worker's reports. In the open model (loadtest_arrival) the generator was the limit too
+when its workers started at least LOADTEST_LATE_STARTS of the requests late with a worker's CPU saturated in a
+sample (the evidence that CPU was why), or when their event loop lagged in at least LOADTEST_SATURATED_SHARE of its
+probes (loadtest_results.generator_limit); and the run is held to its offered rate beside its checks
 (loadtest_checks.rate_check): one that sent less never passes.
 """
 from __future__ import annotations

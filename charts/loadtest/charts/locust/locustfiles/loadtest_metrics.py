@@ -6,14 +6,14 @@ on the web UI and, when LOADTEST_METRICS_PORT is set, on that port too (the only
 chart scrapes it, so web UI authentication never stands between Prometheus and the metrics). It binds where the
 web UI would (--web-host).
 
-Locust sends each worker's memory to the master with its heartbeats, and its CPU too, but measured every 10 s and
-0 until 20 s after the worker started (psutil's first call). Each worker adds, to the stats report it sends every 3 s,
+Locust sends each worker's memory to the master with its heartbeats, and its CPU too, but measured every 10 s and 0
+until 20 s after the worker started (psutil's first call). Each worker adds, to the stats report it sends every 3 s,
 the CPU it used since its last report (from its first report on), its CPU limit (the CFS quota of its cgroup: what
 Kubernetes sets from resources.limits) and how many CPU warnings it raised, so the master can say how close every
-worker is to its ceiling from a run's first seconds. A worker told to
-stop by SIGTERM (its pod deleted) sends one last report before it quits, so its last seconds of requests count.
-With LOADTEST_WORKER_READY_FILE set, a worker creates that file once the master has accepted it: the chart's
-readiness probe, so a rolling update removes an old worker only after its replacement joined the run.
+worker is to its ceiling from a run's first seconds. A worker told to stop by SIGTERM (its pod deleted) sends one
+last report before it quits, so its last seconds of requests count. With LOADTEST_WORKER_READY_FILE set, a worker
+creates that file once the master has accepted it: the chart's readiness probe, so a rolling update removes an old
+worker only after its replacement joined the run.
 
 The master's web UI also serves the run's statistics as Locust's --json-file writes them, at /loadtest/stats.json,
 for a run driven through the web UI (`loadtest run --release`), and the runner's state and user count as they are
