@@ -6,18 +6,35 @@ so a check means the same thing in a pipeline's `loadtest run` and in the chart'
 """
 from __future__ import annotations
 
+import textwrap
+
 from . import paths
 from .errors import UsageError
 
 language = paths.pod_module("loadtest_checks")
 
 Check, Figures, Outcome = language.Check, language.Figures, language.Outcome
-PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED = (
-    language.PASSED, language.CHECK_FAILED, language.BAD_INPUT, language.GENERATOR_BOUND, language.RUN_FAILED)
-INTERRUPTED = 130  # Ctrl-C, as a shell reports it
+PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED, INTERRUPTED = (
+    language.PASSED, language.CHECK_FAILED, language.BAD_INPUT, language.GENERATOR_BOUND, language.RUN_FAILED,
+    language.INTERRUPTED)
 EXIT_CODES, AGGREGATED, PATTERN = language.EXIT_CODES, language.AGGREGATED, language.PATTERN
 from_entries, judge, exit_code, show = language.from_entries, language.judge, language.exit_code, language.show
 rate_check = language.rate_check
+
+
+def exit_codes_text(width: int = 100) -> str:
+    """The exit-code table every --help ends with."""
+    lines = ["exit codes:"]
+    for code, exit in EXIT_CODES.items():
+        lines += textwrap.wrap(f"{exit.meaning}. {exit.detail}", width, initial_indent=f"  {code:<5}",
+                               subsequent_indent=" " * 7)
+    return "\n".join(lines)
+
+
+def exit_codes_markdown() -> str:
+    """The same table for docs/ci.md."""
+    rows = [f"| {code} | {exit.meaning}. {exit.detail} |" for code, exit in EXIT_CODES.items()]
+    return "\n".join(["| exit code | meaning |", "|---|---|", *rows])
 
 
 def parse(texts: list[str], option: str = "--check") -> list[Check]:

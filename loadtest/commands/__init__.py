@@ -1,10 +1,6 @@
 """`loadtest`: size Locust workers for a node type, plan and calibrate, run the local stack, sweep, keep the chart's
-generated files in step.
-
-Exit codes: 0 success, 1 a check failed (run, local's failure ratio, compare's regression, a --check of the
-generated files) and nothing else, 2 bad input or a program not installed, 3 (run, compare) invalid: the generator,
-not the target, was the limit, 4 something loadtest ran or reached failed (a process, a tool, a server, a cluster),
-130 interrupted.
+generated files in step. Every command ends its --help with the exit codes, one table for all (EXIT_CODES in
+locustfiles/loadtest_checks.py).
 """
 from __future__ import annotations
 
@@ -19,11 +15,16 @@ COMMANDS = ("catalog", "size", "plan", "calibrate", "local", "run", "sweep", "tu
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import checks  # finds the chart (loadtest.paths): main turns a failure into a message
+
     parser = argparse.ArgumentParser(prog="loadtest", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
+    for command in (parser, *sub.choices.values()):
+        command.epilog = checks.exit_codes_text()
+        command.formatter_class = argparse.RawDescriptionHelpFormatter  # the docstrings' and the table's lines
     return parser
 
 

@@ -1,7 +1,6 @@
 """`loadtest compare BASELINE CURRENT`: did the service get slower? Two `loadtest run` folders, or two sweep
 reports, against limits; a Markdown summary (stdout, and --markdown FILE for a CI job to post).
-
-Exit codes: 0 no regression, 1 a regression, 2 bad input, 3 invalid: a side's figures are the generator's ceiling.
+A regression exits 1; a side whose figures are the generator's ceiling makes the comparison invalid (3).
 """
 from __future__ import annotations
 

@@ -15,8 +15,6 @@ scheduled run reads it.
 Once a baseline is pinned, every `loadtest run` that writes into the store is compared with it by `loadtest
 compare`'s limits (RPS down more than 5 %, p95 up more than 10 %): a regression fails the run (exit 1) and its
 folder keeps the comparison (baseline.md). A run that was generator-bound, or incomplete, cannot be the baseline.
-
-Exit codes: 0 the history was written; 2 bad input (no such store or run, a run that cannot be a baseline).
 """
 from __future__ import annotations
 

@@ -16,10 +16,6 @@ The folder (--output, or a new runs/<UTC time>-<test> for each run; never overwr
 result.json, checks.xml (JUnit, one test case per check), summary.md, Locust's own report.html, stats*.csv and
 stats.json, the run's series second by second (series.csv) and the process logs. A run cut short (Ctrl-C, a failed
 process) still leaves its folder, marked incomplete.
-
-Exit codes: 0 every check passed; 1 a check failed (or the run could not be made); 2 bad input, nothing ran;
-3 invalid: the generator, not the target, was the limit, so the figures are the generator's ceiling and must not be
-recorded as the target's capacity (add workers or cores and run again); 130 interrupted.
 """
 from __future__ import annotations
 

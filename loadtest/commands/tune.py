@@ -17,9 +17,7 @@ user gives). The same diagnosis is the rule `loadtest:advice`, shown beside the 
 the next steady window and prints before and after (RPS, p95, failures, worker CPU, verdict). If the change made
 things worse (RPS down by more than 5 %, or failures above 1 %), it says so and prints the rollback;
 --rollback-on-regression runs it.
-
-Exit codes: 0 the diagnosis (and the change, if applied, did no harm); 1 the applied change made things worse;
-2 bad input, or the release cannot be tuned (the fix is named); 4 the release or its tools could not be reached.
+An applied change that made things worse exits 1; a release that cannot be tuned is bad input (2), the fix named.
 """
 from __future__ import annotations
 

@@ -233,4 +233,4 @@ def test_a_run_without_requests_failed_as_a_run_not_as_a_check_checks_or_none():
 
 
 def test_exit_codes_have_meanings():
-    assert set(checks.EXIT_CODES) == {0, 1, 2, 3, 4}
+    assert set(checks.EXIT_CODES) == {0, 1, 2, 3, 4, 130}

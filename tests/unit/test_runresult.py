@@ -85,7 +85,7 @@ def test_result_json_and_summary_carry_the_exit_code(tmp_path, kwargs, code, wor
     assert r.exit_code == code
     files = runresult.write(r, tmp_path / "run")
     data = json.loads(files["json"].read_text())
-    meaning = f"incomplete: {kwargs['incomplete']}" if "incomplete" in kwargs else checks.EXIT_CODES[code]
+    meaning = f"incomplete: {kwargs['incomplete']}" if "incomplete" in kwargs else checks.EXIT_CODES[code].meaning
     assert (data["exit_code"], data["meaning"]) == (code, meaning)
     assert data["complete"] is ("incomplete" not in kwargs)
     summary = files["markdown"].read_text()

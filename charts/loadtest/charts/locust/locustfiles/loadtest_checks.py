@@ -11,23 +11,40 @@ its methods together); without it the check judges all requests together. OP is 
 Figures come from Locust's own statistics, read the way Locust computes them: the --json-file of a run, or the
 statistics in memory, on the master.
 
-Exit codes of a judged run (the CLI's and the chart's Job's): 0 every check passed, 1 a check failed (and nothing
-else), 2 bad input, 3 the measurement is invalid because the generator, not the target, was the limit: its figures
-are the load generator's ceiling and must never be recorded as the service's capacity; 4 the run could not be made
-or was cut short (a process, tool or server failed, or not one request was sent): nothing could be judged.
+EXIT_CODES is the one map of exit codes: a judged run's (the CLI's and the chart's Job's) and every `loadtest`
+command's. `loadtest --help`, each command's --help and docs/ci.md show it (`loadtest docs` writes the table).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED = 0, 1, 2, 3, 4
+PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+
+@dataclass(frozen=True)
+class ExitCode:
+    meaning: str  # what a run's log, result.json and summary say
+    detail: str  # what a pipeline makes of it: the tables in --help and docs/ci.md
+
+
 EXIT_CODES = {
-    PASSED: "every check passed",
-    CHECK_FAILED: "a check failed",
-    BAD_INPUT: "bad input (an option, a value, a check): nothing ran",
-    GENERATOR_BOUND: "invalid: the load generator, not the target, was the limit; the figures are not the target's",
-    RUN_FAILED: "the run could not be made or was cut short (or sent no request): nothing was judged",
+    PASSED: ExitCode("every check passed", "Without checks: the command did what was asked."),
+    CHECK_FAILED: ExitCode(
+        "a check failed",
+        "Only that: a run's check or failure ratio, a regression against the baseline, a --check of generated files. "
+        "A pipeline can read 1 as \"the target missed its bar\"."),
+    BAD_INPUT: ExitCode(
+        "bad input (an option, a value, a check): nothing ran",
+        "Or a program is not installed. The message names the option or value and the fix, or the set-up step."),
+    GENERATOR_BOUND: ExitCode(
+        "invalid: the load generator, not the target, was the limit; the figures are not the target's",
+        "Never record them as the service's capacity: add workers or cores and run again."),
+    RUN_FAILED: ExitCode(
+        "the run could not be made or was cut short (or sent no request): nothing was judged",
+        "A process, tool, server or cluster failed; the folder keeps what was measured, marked incomplete, and the "
+        "message names what failed."),
+    INTERRUPTED: ExitCode("interrupted (Ctrl-C)", "The folder is kept, marked incomplete."),
 }
 AGGREGATED = "Aggregated"  # Locust's name for all requests together
 

@@ -300,5 +300,5 @@ def _register(environment, **_):
             results.write(report, folder)
             logger.info("results in %s", folder)
             code = report.exit_code
-        logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code])
+        logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code].meaning)
         environment.process_exit_code = code

@@ -188,7 +188,7 @@ class RunReport:
         if self.exit_code == checks.CHECK_FAILED and self.baseline is not None and self.baseline.regressed and all(
                 o.passed for o in self.outcomes):
             return self.baseline.describe()
-        return checks.EXIT_CODES[self.exit_code]
+        return checks.EXIT_CODES[self.exit_code].meaning
 
     def to_json(self) -> dict:
         return {
