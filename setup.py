@@ -1,4 +1,4 @@
-"""Packaging hook: a wheel carries the chart and the values files as package data (loadtest/data/), so an installed
+"""Packaging hook: a wheel carries the chart (with its node-type values files) as package data (loadtest/data/), so an installed
 `loadtest` finds them without a checkout (loadtest.paths). Everything else is in pyproject.toml."""
 import shutil
 from pathlib import Path
@@ -7,9 +7,9 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-# What loadtest reads at run time: the umbrella chart (its locustfiles, rules and dashboards are inside it) and the
-# node-type values files.
-DATA = ("charts/loadtest", "values")
+# What loadtest reads at run time: the umbrella chart (its locustfiles, rules, dashboards and node-type values files
+# are inside it).
+DATA = ("charts/loadtest",)
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.tgz")
 
 

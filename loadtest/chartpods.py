@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from . import paths, targets, units, valuesdoc
+from . import paths, targets, units
 from .sizing import PodRequest
 
 # The monitoring's pods (mode inChart), by their key under `monitoring` and their component label.
@@ -27,8 +27,16 @@ def _defaults(chart: Path) -> dict:
     umbrella = yaml.safe_load((chart / "values.yaml").read_text()) or {}
     return {
         sub.name: merged(yaml.safe_load((sub / "values.yaml").read_text()) or {}, umbrella.get(sub.name) or {})
-        for sub in valuesdoc.subcharts(chart)
+        for sub in subcharts(chart)
     }
+
+
+def subcharts(chart: Path = paths.CHART) -> list[Path]:
+    """The installable subcharts (not the helper library), in name order."""
+    return [
+        sub for sub in sorted((chart / "charts").iterdir())
+        if (sub / "values.yaml").exists() and yaml.safe_load((sub / "Chart.yaml").read_text()).get("type") != "library"
+    ]
 
 
 def components(chart: Path = paths.CHART) -> list[str]:

@@ -40,7 +40,7 @@ HOME = find_home()
 # A checkout has the parts a wheel leaves out: README, tests, scripts.
 CHECKOUT = HOME if (HOME / "README.md").is_file() and (HOME / "scripts").is_dir() else None
 CHART = HOME / "charts" / "loadtest"
-VALUES = HOME / "values"
+VALUES = CHART / "values"  # the node-type files ship in the chart (`values/` at the top is a link)
 LOCUSTFILES = CHART / "charts" / "locust" / "locustfiles"
 DASHBOARDS = CHART / "charts" / "monitoring" / "dashboards"
 RULES_FILE = CHART / "charts" / "monitoring" / "rules" / "loadtest.rules.yaml"

@@ -221,7 +221,7 @@ def advise(s: Snapshot) -> Advice:
             "count, and more workers would not change it",
             (*figures,),
             next_step=f"measure the target at more CPUs: `loadtest sweep --release {s.release} --sweep target-cpus "
-                      "--steps 1,2,4 ...` (README, Sweeps)")
+                      "--steps 1,2,4 ...` (docs/sizing.md, \"Sweep\")")
     busiest = max(w.busiest_worker, w.target_cpu or 0.0)
     factor = min(MAX_USERS_FACTOR, verdict.SATURATED_CPU / busiest) if busiest > 0 else MAX_USERS_FACTOR
     if s.arrival_rate:

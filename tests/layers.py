@@ -4,7 +4,7 @@ Each layer is its own pytest session, so a layer's clusters and processes are go
 session-wide fixture would keep the cluster layer's control plane up, idle noise, through the timing-sensitive
 dataplane and node layers). The cluster and journeys layers start in the background, beside the unit and chart
 layers (their output printed whole when they end): the cluster layer mostly waits on its control planes and judges
-no timing (two sessions share its files, `OPTIONS`), and the journeys are the README as a user types it, whose judged
+no timing (two sessions share its files, `OPTIONS`), and the journeys are the README and docs as a user types them, whose judged
 runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that is often busy with
 something else. The dataplane and node layers, which judge rates and CPU shares, then run one at a time with nothing
 beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,

@@ -2,7 +2,7 @@
 test's key (from a Secret), then browses the catalog, opens products and looks at the basket, in a 5 : 3 : 1 mix
 with a short think time.
 
-Run it on this machine, then on a cluster (README "Your own test"):
+Run it on this machine, then on a cluster (docs/own-test.md):
 
     SHOP_SIGNING_KEY=dev-key loadtest local -f examples/shop/locustfile.py --requirements examples/shop/requirements.txt
 """

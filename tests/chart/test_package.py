@@ -43,7 +43,7 @@ def test_the_wheel_carries_the_chart_values_and_locustfiles(installed):
     site, _ = installed
     data = site / "loadtest" / "data"
     assert (data / "charts" / "loadtest" / "Chart.yaml").is_file()
-    assert {p.name for p in (data / "values").glob("*.yaml")} == {p.name for p in paths.VALUES.glob("*.yaml")}
+    assert {p.name for p in (data / "charts" / "loadtest" / "values").glob("*.yaml")} == {p.name for p in paths.VALUES.glob("*.yaml")}
     assert (data / "charts" / "loadtest" / "charts" / "locust" / "locustfiles" / "keepalive_1kb.py").is_file()
     assert not list(data.rglob("__pycache__")) and not (data / "README.md").exists()
 

@@ -1,10 +1,14 @@
-"""Every values file fits the node groups it is sized for, as the real scheduler places it, and tightly.
+"""Every values file fits the node groups it is sized for, as the real scheduler places it, and tightly; installed as a
+registry user installs it.
 
-For each values/<file>: its node group (catalog capacity and allocatable, EKS DaemonSets, CoreDNS) and, for a node
-type's file, the target node group with as many nodes as its header states; a restricted namespace, `helm install
---wait`: all pods Running (the backend, both targets and the monitoring included), Locust's on the generator nodes
-and the others on the target nodes, requesting there what the header counts; the planned workers; one worker more
-stays Pending for lack of CPU; `helm test` passes; `helm uninstall` leaves nothing behind.
+The chart is published by scripts/publish-chart to a real OCI registry on 127.0.0.1 and pulled into a folder with
+nothing from the checkout; every install below is `helm install lt oci://…/loadtest --version X -f
+loadtest/values/<file>`, the node-type file from the pulled chart. For each values/<file>: its node group (catalog
+capacity and allocatable, EKS DaemonSets, CoreDNS) and, for a node type's file, the target node group with as many nodes
+as its header states; a restricted namespace, `helm install --wait`: all pods Running (the backend, both targets and the
+monitoring included), Locust's on the generator nodes and the others on the target nodes, requesting there what the
+header counts; the planned workers; one worker more stays Pending for lack of CPU; `helm test` passes; `helm uninstall`
+leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import yaml
 from loadtest import paths, profiles
 from loadtest.runtime import tune
 from loadtest.runtime.cluster import NODE_GROUP_LABEL, pods
+from registry import publish
 from scheduling import assert_all_running, failed_scheduling_events, wait_scheduling_settled
 
 RELEASE = "lt"
@@ -54,17 +59,35 @@ def leftovers(cluster, namespace: str) -> list[str]:
     return out.split()
 
 
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    yield from publish(tmp_path_factory.mktemp("registry"))
+
+
 def test_there_are_values_files():
     assert VALUES_FILES, f"no values files in {paths.VALUES}"
 
 
+def test_the_registry_serves_the_chart_with_its_readme_and_node_type_files(published, helm):
+    readme = helm("show", "readme", *published.install_args())
+    assert readme.strip() == (paths.CHART / "README.md").read_text().strip()
+    assert f"Version: {published.version} ·" in readme and "| locust.worker.replicas | int |" in readme
+    chart = yaml.safe_load(helm("show", "chart", *published.install_args()))
+    assert chart["version"] == published.version and chart["kubeVersion"] and chart["annotations"]
+    shipped = sorted(p.name for p in (published.pulled / "values").glob("*.yaml"))
+    assert shipped == VALUES_FILES
+    assert all((published.pulled / "values" / f).read_text() == (paths.VALUES / f).read_text() for f in shipped)
+    assert (published.pulled / "CHANGELOG.md").is_file()
+    assert not list(published.pulled.rglob("__pycache__")), "the package carries build output"
+
+
 @pytest.mark.parametrize("values_file", VALUES_FILES)
-def test_values_file_fits_its_node_type(values_file, cluster, node_group, namespace, helm):
+def test_values_file_fits_its_node_type(values_file, cluster, node_group, namespace, helm, published):
     profile = profiles.by_file(values_file)
     planned = planned_workers(values_file)
     assert planned == profile.plan.replicas, "values file is stale: run `loadtest values`"
     nodes = node_group(profile)
-    values = str(paths.VALUES / values_file)
+    values = str(published.pulled / "values" / values_file)
     stated = header_target_group(values_file)
     target_nodes = [n["metadata"]["name"] for n in
                     cluster.api_get("/api/v1/nodes", labelSelector=f"{NODE_GROUP_LABEL}=targets")["items"]]
@@ -74,8 +97,7 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
     else:
         assert stated is None and not target_nodes
 
-    helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", values,
-         "--wait", "--timeout", "120s")
+    helm("install", RELEASE, *published.install_args(), "-n", namespace, "-f", values, "--wait", "--timeout", "120s")
     running = assert_all_running(cluster, namespace, RELEASE_SELECTOR)
     assert len(pods(cluster, namespace, WORKER_SELECTOR)) == planned
     locust = [p for p in running if p["metadata"]["labels"].get("app.kubernetes.io/name") == "locust"]
@@ -91,7 +113,7 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
         assert requested == profile.target_plan.pods_cpu_m, "the header's sum differs from what the pods request"
 
     # Tight, not lucky: one worker more than planned finds no node with the CPU for it.
-    helm("upgrade", RELEASE, str(paths.CHART), "-n", namespace, "-f", values,
+    helm("upgrade", RELEASE, *published.install_args(), "-n", namespace, "-f", values,
          "--set", f"locust.worker.replicas={planned + 1}")
     settled = wait_scheduling_settled(cluster, namespace, RELEASE_SELECTOR)
     pending = [p["metadata"]["name"] for p in settled if p["status"].get("phase") != "Running"]

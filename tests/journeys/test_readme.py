@@ -1,6 +1,8 @@
-"""The README as a newcomer types it, on a machine set up by its first command alone.
+"""The README and the docs as a newcomer types them, on a machine set up by the README's first command alone.
 
-The shell blocks are read from README.md itself, so the docs cannot drift from what is tested. They run in order in
+The shell blocks are read from README.md and docs/*.md themselves (in DOCS' order: the README's sections, then each
+topic in the order the README links them, then CONTRIBUTING.md), so the docs cannot drift from what is tested. They
+run in order in
 one shell session (what a block exports, the next one has), from a copy of the checkout, with a fresh
 ${XDG_CACHE_HOME}: `scripts/local` sets that machine up as it would on a fresh one (apt finds its packages present,
 the venv and helm are built anew). Only two caches are the machine's, for speed: pip's (downloads and the wheels it
@@ -31,10 +33,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+DOCS = (README, *(REPO / "docs" / f"{topic}.md" for topic in (
+    "cluster", "scenarios", "sizing", "ci", "history", "open-model", "security", "own-test")), REPO / "CONTRIBUTING.md")
+FRONT_PAGE_LINES = 250
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
 # What the full scripts/setup installs beyond `scripts/setup --local`: hidden from the newcomer's machine.
 HIDDEN = ("haproxy", "wrk", "prometheus", "prometheus-node-exporter", "etcd", "containerd", "runc", "chromium",
-          "chromedriver", "kubectl", "kube-apiserver", "kwok", "promtool")
+          "chromedriver", "kubectl", "kube-apiserver", "kwok", "promtool", "docker-registry")
 SET_UP_STEP = re.compile(r"scripts/(setup|install-node-tools)\b")
 COMMAND_TIMEOUT_S = 420
 REAL_NODE = "loadtest cluster up --real-node"
@@ -54,6 +59,7 @@ NEEDS = (
 @dataclass
 class Command:
     text: str
+    file: str  # README.md, docs/ci.md, ...
     line: int
     section: str
     before: str  # the paragraph above its block
@@ -70,8 +76,9 @@ class Command:
         return next((what for what, pattern in NEEDS if pattern.search(words)), None)
 
 
-def commands(readme: str) -> list[Command]:
-    """The README's ```sh blocks, split into commands (continuation lines joined; comments and transcripts out)."""
+def commands(readme: str, file: str = "README.md") -> list[Command]:
+    """A Markdown file's ```sh blocks, split into commands (continuation lines joined; comments and transcripts
+    out)."""
     found, section, lines = [], "", readme.split("\n")
     i = 0
     while i < len(lines):
@@ -94,18 +101,23 @@ def commands(readme: str) -> list[Command]:
                     start = start or i + 1
                     pending += line.rstrip("\\").rstrip() + " " if line.rstrip().endswith("\\") else line
                     if not line.rstrip().endswith("\\"):
-                        found.append(Command(pending.strip(), start, section, before, block))
+                        found.append(Command(pending.strip(), file, start, section, before, block))
                         pending, start = "", None
                 i += 1
         i += 1
     return found
 
 
-def test_every_readme_block_is_read():
-    readme = README.read_text()
-    found = commands(readme)
-    assert readme.count("```sh") >= 15 and len(found) >= 40, len(found)
-    assert found[0].text.startswith("scripts/local")
+def documented_commands() -> list[Command]:
+    return [c for doc in DOCS for c in commands(doc.read_text(), str(doc.relative_to(REPO)))]
+
+
+def test_every_block_of_the_readme_and_the_docs_is_read():
+    found = documented_commands()
+    assert sum(doc.read_text().count("```sh") for doc in DOCS) >= 15 and len(found) >= 40, len(found)
+    assert next(c for c in found if not c.needs).text.startswith("scripts/local"), "the first command run sets up"
+    assert len(README.read_text().splitlines()) <= FRONT_PAGE_LINES, "the front page links out: move a topic to docs/"
+    assert set((REPO / "docs").glob("*.md")) <= set(DOCS), "a doc the journeys do not read: add it to DOCS"
 
 
 def shell(state: Path, env: dict, mounts: str = ""):
@@ -161,7 +173,7 @@ def machine(tmp_path_factory):
 
 def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(machine):
     ran, not_here = [], []
-    for command in commands(README.read_text()):
+    for command in documented_commands():
         if command.needs and not command.on_the_real_node:
             not_here.append(command)
             continue
@@ -169,7 +181,7 @@ def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(mach
         result = machine["set-up" if command.on_the_real_node else "newcomer"](command.text)
         took = time.monotonic() - started
         out = result.stdout + result.stderr
-        shown = f"README line {command.line}: {command.text}\nexit {result.returncode}\n{out[-3000:]}"
+        shown = f"{command.file} line {command.line}: {command.text}\nexit {result.returncode}\n{out[-3000:]}"
         assert "Traceback" not in out, shown
         if result.returncode == 3 and JUDGED_RUN.match(command.text):
             pass  # generator-bound: the verdict says so, and the run is kept; a 2-core machine may well be
@@ -179,11 +191,11 @@ def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(mach
             steps = {m.group(0) for line in errors for m in SET_UP_STEP.finditer(line)}
             assert len(errors) == 1 and steps, f"a refusal must be one line naming its set-up step\n{shown}"
             assert all(step in command.before for step in steps), \
-                f"the README does not name {steps} above its block\n{shown}"
+                f"{command.file} does not name {steps} above its block\n{shown}"
         ran.append((command, result.returncode))
-        print(f"line {command.line:4d}  exit {result.returncode}  {took:5.0f} s  {command.text[:100]}")
+        print(f"{command.file}:{command.line:<4d}  exit {result.returncode}  {took:5.0f} s  {command.text[:100]}")
     for command in not_here:
-        print(f"line {command.line:4d}  needs {command.needs}: not run here  {command.text[:80]}")
+        print(f"{command.file}:{command.line:<4d}  needs {command.needs}: not run here  {command.text[:80]}")
     assert len(ran) >= 20, [c.text for c, _ in ran]
     assert sum(code == 0 for _, code in ran) >= 18
     assert sum(c.on_the_real_node for c, _ in ran) >= 8, "the real-node block did not run"

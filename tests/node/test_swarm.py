@@ -2,7 +2,7 @@
 the images built here and ready by its own probes, and `helm test` passes; the in-cluster Prometheus scrapes the
 master, kube-state-metrics and the kubelet's cAdvisor; every dashboard panel has data; and when the run stops,
 Locust's count agrees with the target's own. The tests share one release and run in order. (The used-by line as
-typed, an interactive release, helm install and helm test, is the README's real-node block in the journeys layer;
+typed, an interactive release, helm install and helm test, is docs/cluster.md's real-node block in the journeys layer;
 worker CPU tuned with `helm upgrade` beside a CPU hog is test_tune's, through `loadtest tune --apply`.)"""
 from __future__ import annotations
 

@@ -54,15 +54,29 @@ def test_unknown_scenario_lists_the_known_ones():
         scenarios.get("nope")
 
 
-def test_readme_values_reference_matches_the_values_comments():
-    assert commands.main(["docs", "--check"]) == 0, "run `loadtest docs` and commit README.md"
+def test_the_generated_docs_are_current_and_the_chart_version_recorded():
+    assert commands.main(["docs", "--check"]) == 0, "run `loadtest docs` and commit what it wrote"
 
 
-def test_every_documented_key_has_a_default_in_the_reference():
-    from loadtest import valuesdoc
-    text = valuesdoc.render()
-    assert "| `locust.worker.replicas` | `2` |" in text
-    assert "| `backend.port` | `8080` |" in text
+def test_every_documented_key_has_a_type_and_a_default_in_the_chart_readme():
+    from loadtest import chartreadme
+    text = chartreadme.values_table()
+    assert "| locust.worker.replicas | int | `2` |" in text
+    assert "| backend.port | int | `8080` |" in text
+    assert '| locust.mode | string | `"interactive"` |' in text
+
+
+def test_every_command_ends_its_help_with_the_one_exit_code_table():
+    from loadtest import checks
+    parser = commands.build_parser()
+    subcommands = parser._subparsers._group_actions[0].choices
+    assert set(subcommands) == set(commands.COMMANDS)
+    for name, command in {"loadtest": parser, **subcommands}.items():
+        text = command.format_help()
+        assert text.rstrip().endswith(checks.exit_codes_text()), name
+        assert "Exit codes:" not in text, f"{name}: a hand-written exit-code list beside the table"
+    assert [line.split()[0] for line in checks.exit_codes_text().splitlines()[1:] if line[2] != " "] == \
+        ["0", "1", "2", "3", "4", "130"]
 
 
 def test_size_warns_about_thin_workers_with_the_fields_numbers(capsys):
