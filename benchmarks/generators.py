@@ -92,7 +92,7 @@ def raw_loop(client: str, url: str, connections: int, seconds: float) -> None:
                 response.read()
                 assert response.status_code == 200
     else:
-        sys.path.insert(0, str(paths.LOCUSTFILES))
+        sys.path.insert(0, str(paths.PLUGIN))
         from leanhttp import HttpConnection
 
         request = f"GET {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUser-Agent: loadtest-lean\r\n\r\n".encode()

@@ -1,5 +1,5 @@
 """The open model's arithmetic: the pool of users that holds an arrival rate, and the figures a run in that mode
-reports (locustfiles/loadtest_arrival.py sends the requests and writes arrival.json).
+reports (plugin/loadtest_arrival.py sends the requests and writes arrival.json).
 
 Closed model: N users, each sending once its answer came; the offered load falls when the target stalls, and the
 percentiles leave out the requests that would have waited. Open model: requests due at a fixed rate whatever the

@@ -1,6 +1,6 @@
 """The check language (`p95<200ms`, `fail_ratio<1%`, `rps>=5000`) and the exit codes of a judged run.
 
-Its one implementation is locustfiles/loadtest_checks.py, standard library only, because the chart's Locust master
+Its one implementation is plugin/loadtest_checks.py, standard library only, because the chart's Locust master
 judges the same checks in its pod (`locust.mode: run`), where this package is not installed. The CLI loads that file,
 so a check means the same thing in a pipeline's `loadtest run` and in the chart's Job.
 """

@@ -17,7 +17,7 @@ from .errors import UsageError
 
 
 # The arithmetic of a run against another is the pods' too (a scheduled run held to its baseline): one
-# implementation, standard library only, in locustfiles/loadtest_results.py.
+# implementation, standard library only, in plugin/loadtest_results.py.
 _runs = paths.pod_module("loadtest_results")
 Limits, Figure, change, _rps_p95 = _runs.Limits, _runs.Figure, _runs.change, _runs.rps_p95
 # What `loadtest compare` holds a change to unless told otherwise; `loadtest tune` judges its change by them too.

@@ -41,7 +41,10 @@ HOME = find_home()
 CHECKOUT = HOME if (HOME / "README.md").is_file() and (HOME / "scripts").is_dir() else None
 CHART = HOME / "charts" / "loadtest"
 VALUES = CHART / "values"  # the node-type files ship in the chart (`values/` at the top is a link)
-LOCUSTFILES = CHART / "charts" / "locust" / "locustfiles"
+LOCUSTFILES = CHART / "charts" / "locust" / "locustfiles"  # the scenarios, what a user reads and copies
+# The product's own modules the pods load beside a scenario (metrics, checks, judge, results, the open model,
+# LeanHttpUser): one ConfigMap mounts both folders' files in one place.
+PLUGIN = CHART / "charts" / "locust" / "plugin"
 DASHBOARDS = CHART / "charts" / "monitoring" / "dashboards"
 RULES_FILE = CHART / "charts" / "monitoring" / "rules" / "loadtest.rules.yaml"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loadtest"
@@ -99,15 +102,15 @@ def check_output(option: str, path: Path, folder: bool = True) -> None:
 
 
 def pod_module(name: str) -> ModuleType:
-    """A standard-library module of locustfiles/ that the chart's pods load too (the one implementation of what a pod
+    """A standard-library module of plugin/ that the chart's pods load too (the one implementation of what a pod
     and this package both do), loaded once under its own name, as the pods import it."""
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, LOCUSTFILES / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(name, PLUGIN / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up by name
-        sys.path.insert(0, str(LOCUSTFILES))  # its own imports of its siblings, as in the pod
+        sys.path.insert(0, str(PLUGIN))  # its own imports of its siblings, as in the pod
         try:
             spec.loader.exec_module(module)
         finally:
-            sys.path.remove(str(LOCUSTFILES))
+            sys.path.remove(str(PLUGIN))
     return sys.modules[name]

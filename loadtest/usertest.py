@@ -1,7 +1,7 @@
 """Your own test: a locustfile of yours (with the modules beside it) and the packages it needs, run with the same
 sizing, metrics and verdict as the built-in scenarios.
 
-The project's plugin file (locustfiles/loadtest_plugin.py) loads beside it, locally and in the chart, so the
+The project's plugin file (plugin/loadtest_plugin.py) loads beside it, locally and in the chart, so the
 Prometheus metrics, the web UI's authentication and the worker CPU-ceiling reports need nothing from the user's
 file. What can be checked without running it is checked here, before anything starts: the file, its syntax, its
 module name, and that every requirement is pinned with a hash. Whether it has a User class is Locust's own answer
@@ -27,8 +27,9 @@ _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def builtin_modules() -> list[str]:
-    """The modules the project's locustfiles folder provides: a test module of the same name would shadow one."""
-    return sorted(p.stem for p in paths.LOCUSTFILES.glob("*.py"))
+    """The modules the project's locustfiles and plugin folders provide (one folder in the pods): a test module of
+    the same name would shadow one."""
+    return sorted(p.stem for folder in (paths.LOCUSTFILES, paths.PLUGIN) for p in folder.glob("*.py"))
 
 
 def requirement_lines(text: str) -> list[tuple[int, str]]:
@@ -92,4 +93,4 @@ def check_locustfile(path: Path, option: str = "-f") -> Path:
 
 def locustfiles(path: Path) -> list[Path]:
     """What Locust loads for a user's test: the file, then the project's plugin beside it."""
-    return [path, paths.LOCUSTFILES / PLUGIN]
+    return [path, paths.PLUGIN / PLUGIN]

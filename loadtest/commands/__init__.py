@@ -1,6 +1,6 @@
 """`loadtest`: size Locust workers for a node type, plan and calibrate, run the local stack, sweep, keep the chart's
 generated files in step. Every command ends its --help with the exit codes, one table for all (EXIT_CODES in
-locustfiles/loadtest_checks.py).
+plugin/loadtest_checks.py).
 """
 from __future__ import annotations
 

@@ -107,12 +107,12 @@ def _content_key(name: str) -> str:
 
 
 def _pins(spec: str) -> bytes:
-    """What a requirement spec installs, for the key: a whole FILE, or of `FILE#PACKAGE` only the lines pinning
-    PACKAGE and what it depends on (a test-only pin elsewhere in FILE rebuilds no image)."""
+    """What a requirement spec installs, for the key: a whole FILE's requirement lines (a comment rebuilds no image),
+    or of `FILE#PACKAGE` only the lines pinning PACKAGE and what it depends on (nor does a test-only pin)."""
     file, _, package = spec.partition("#")
     text = (paths.HOME / file).read_text()
     if not package:
-        return text.encode()
+        return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")).encode()
     closure = _dependencies(package)
     return "\n".join(line for line in text.splitlines() if _name(line) in closure).encode()
 

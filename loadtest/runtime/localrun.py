@@ -89,7 +89,7 @@ class OwnTest:
 def own_test_env(locustfile: Path, pythonpath: tuple[Path, ...] = ()) -> dict[str, str]:
     """PYTHONPATH for a user's test: its folder (helpers imported late too), the project's modules it may import
     (leanhttp, loadtest_lib), its packages, then whatever the caller's environment had."""
-    folders = [str(d) for d in (locustfile.parent, paths.LOCUSTFILES, *pythonpath)]
+    folders = [str(d) for d in (locustfile.parent, paths.PLUGIN, *pythonpath)]
     return {"PYTHONPATH": os.pathsep.join(filter(None, [*folders, os.environ.get("PYTHONPATH")]))}
 
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import paths
 from ..errors import UsageError
 from .processes import LOCAL_HOST, Processes, free_port
 
@@ -23,6 +24,13 @@ MASTER = "locust-master"
 RESET_STATS_ENV = "LOCUST_RESET_STATS"
 # The locustfiles' loadtest_lib protects the web UI with the "user:password" in this variable.
 WEB_AUTH_ENV = "LOADTEST_WEB_AUTH"
+
+
+def with_plugin(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the product's plugin folder last on PYTHONPATH: the scenarios import its modules (leanhttp,
+    loadtest_lib), as in the pods, where one ConfigMap mounts both folders' files in one place."""
+    parts = [p for p in env.get("PYTHONPATH", os.environ.get("PYTHONPATH", "")).split(os.pathsep) if p]
+    return env if str(paths.PLUGIN) in parts else {**env, "PYTHONPATH": os.pathsep.join([*parts, str(paths.PLUGIN)])}
 
 
 def command(locustfiles: Path | list[Path]) -> list[str]:
@@ -36,7 +44,7 @@ class Locust:
 
     def __init__(self, procs: Processes, locustfiles: Path | list[Path], env: dict[str, str] | None = None,
                  cwd: Path | None = None):
-        self.procs, self.cmd, self.env, self.cwd = procs, command(locustfiles), env or {}, cwd
+        self.procs, self.cmd, self.env, self.cwd = procs, command(locustfiles), with_plugin(env or {}), cwd
         self.master_port = free_port()
         self.web_port: int | None = None
         self.web_credentials: str | None = None  # "user:password" of the web UI
@@ -59,7 +67,7 @@ class Locust:
     def start_master(self, *args: str, web: bool = True, expect_workers: int = 0, expect_workers_wait_s: int = 15,
                      env: dict[str, str] | None = None) -> subprocess.Popen:
         """The master, with its web UI on a free port (`web`) or headless; `args` are the run's own options."""
-        env = {**self.env, **(env or {})}
+        env = with_plugin({**self.env, **(env or {})})
         ui = self._ui(web, env)
         expect = (["--expect-workers", str(expect_workers), "--expect-workers-max-wait", str(expect_workers_wait_s)]
                   if expect_workers else [])
@@ -77,7 +85,7 @@ class Locust:
 
     def start_standalone(self, *args: str, web: bool = False, env: dict[str, str] | None = None) -> subprocess.Popen:
         """One process that generates the load itself, headless or with its web UI (`web`)."""
-        env = {**self.env, **(env or {})}
+        env = with_plugin({**self.env, **(env or {})})
         return self.procs.start("locust", self.cmd + [*self._ui(web, env), *args], env=env, cwd=self.cwd)
 
 
@@ -85,7 +93,7 @@ def user_classes(locustfiles: list[Path], env: dict[str, str] | None = None, tim
     """The User classes Locust finds in `locustfiles` (`locust --list`): Locust's own loader decides, imports of the
     user's helpers and packages included. Raises UsageError with Locust's last words when it cannot load them."""
     result = subprocess.run(command(locustfiles) + ["--list"], capture_output=True, text=True, timeout=timeout_s,
-                            env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+                            env={**os.environ, **with_plugin(env or {})}, stdin=subprocess.DEVNULL)
     lines = result.stdout.splitlines()
     if result.returncode != 0 or "Available Users:" not in lines:
         last = [line for line in (result.stderr + result.stdout).splitlines() if line.strip()][-3:]

@@ -15,7 +15,7 @@ import urllib.request
 
 from ..errors import RunFailed, UsageError
 
-# The plugin's (locustfiles/loadtest_metrics.py) copy of what Locust's --json-file writes at exit, live.
+# The plugin's (plugin/loadtest_metrics.py) copy of what Locust's --json-file writes at exit, live.
 STATS_JSON, STATE = "/loadtest/stats.json", "/loadtest/state"
 # Where the CLI takes the web UI's "user:password" from (or a file: --locust-auth-file).
 CREDENTIALS_ENV = "LOADTEST_LOCUST_AUTH"

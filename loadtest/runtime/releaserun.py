@@ -31,7 +31,7 @@ STOP_TIMEOUT_S = 30
 RESET_MARGIN_S = 1  # between the statistics' reset and the first scrape the verdict's window counts from
 REPORT_INTERVAL_S = 4  # a worker reports every 3 s: wait that long after stopping for the last reports
 # Locust's own files, from the master's web UI, under the names `locust --csv stats --html report.html` gives them;
-# stats.json (what --json-file writes) is served by the chart's plugin, locustfiles/loadtest_metrics.py.
+# stats.json (what --json-file writes) is served by the chart's plugin, plugin/loadtest_metrics.py.
 LOCUST_FILES = {"report.html": "/stats/report?download=1", "stats_stats.csv": "/stats/requests/csv",
                 "stats_failures.csv": "/stats/failures/csv", "stats_exceptions.csv": "/exceptions/csv",
                 "stats.json": "/loadtest/stats.json"}

@@ -9,7 +9,7 @@ The CPU of an nginx target, which Prometheus cannot see here (no cAdvisor), the 
 for the report.
 
 An arrival-rate sweep (the open model) starts the master and workers with the step's LOADTEST_ARRIVAL_RATE. The
-master reads the rate once, when it starts (locustfiles/loadtest_arrival.py), so each step with a new rate stops the
+master reads the rate once, when it starts (plugin/loadtest_arrival.py), so each step with a new rate stops the
 master and its workers by PID and starts them again with it, on the same metrics port: Prometheus scrapes the new
 master as the same series, whose counters start afresh before the step's warm-up, never inside its window. Each
 earlier step's Locust logs are kept beside the new ones, named after their rate.

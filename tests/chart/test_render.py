@@ -10,7 +10,7 @@ import pytest
 
 from loadtest import paths, profiles, units
 
-sys.path.insert(0, str(paths.LOCUSTFILES))
+sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_metrics  # noqa: E402  (the worker's readiness file, named where the plugin reads it)
 
 LOCUSTFILES = paths.CHART / "charts" / "locust" / "locustfiles"
@@ -257,11 +257,11 @@ def test_a_new_master_brings_new_workers_and_only_then(helm):
     assert checksum("--set", "locust.worker.replicas=2") == checksum("--set", "locust.worker.replicas=3")
 
 
-def test_locustfiles_configmap_holds_exactly_the_locustfiles(helm):
+def test_locustfiles_configmap_holds_exactly_the_scenarios_and_the_plugin(helm):
     rendered = helm.render()
     configmap = rendered.get("ConfigMap", "lt-locustfiles")
-    files = {p.name: p.read_text() for p in LOCUSTFILES.glob("*.py")}
-    assert "keepalive_1kb.py" in files
+    files = {p.name: p.read_text() for folder in (LOCUSTFILES, paths.PLUGIN) for p in folder.glob("*.py")}
+    assert {"keepalive_1kb.py", "loadtest_plugin.py", "leanhttp.py"} <= set(files)
     assert configmap["data"] == files
     for name in (MASTER, WORKER):
         spec = rendered.get("Deployment", name)["spec"]["template"]["spec"]

@@ -32,7 +32,7 @@ from loadtest import paths
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import LOCAL_HOST, STARTUP_TIMEOUT_S, STOP_TIMEOUT_S, Processes, free_port, stop
 
-sys.path.insert(0, str(paths.LOCUSTFILES))
+sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
 import loadtest_s3  # noqa: E402
 
@@ -169,9 +169,9 @@ def start_nginx(tmp_path):
 
 @pytest.fixture(scope="session")
 def locustfile_dir(tmp_path_factory) -> Path:
-    """The project's locustfiles in one flat folder, as the chart's ConfigMap mounts them in the pods."""
+    """The project's locustfiles and plugin in one flat folder, as the chart's ConfigMap mounts them in the pods."""
     folder = tmp_path_factory.mktemp("locustfiles")
-    for source in paths.LOCUSTFILES.glob("*.py"):
+    for source in [*paths.LOCUSTFILES.glob("*.py"), *paths.PLUGIN.glob("*.py")]:
         shutil.copy(source, folder / source.name)
     return folder
 

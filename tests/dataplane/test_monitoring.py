@@ -27,7 +27,7 @@ from loadtest.runtime.locust import MASTER, Locust
 from loadtest.runtime.processes import Processes, free_port
 from loadtest.runtime.tools import find as find_tool
 
-sys.path.insert(0, str(paths.LOCUSTFILES))
+sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
 
 # The labels the chart's scrape configurations give every series, here as static labels.

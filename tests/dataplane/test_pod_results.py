@@ -23,7 +23,7 @@ from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes, free_port
 from loadtest.runtime.tools import find as find_tool
 
-sys.path.insert(0, str(paths.LOCUSTFILES))
+sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_s3  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""The S3 results store (locustfiles/loadtest_s3.py) against a real S3 API: moto's server (requirements.txt pins it)
+"""The S3 results store (plugin/loadtest_s3.py) against a real S3 API: moto's server (requirements.txt pins it)
 on 127.0.0.1, with its signature checks ON. moto serves any request unsigned by default; with
 INITIAL_NO_AUTH_ACTION_COUNT=3 only the first three requests go unchecked (the IAM user, its access key and its
 policy that the fixture creates), and every S3 request after them must carry a SigV4 signature moto recomputes with
@@ -20,7 +20,7 @@ from conftest import S3_BUCKET
 from loadtest import paths
 from loadtest.runtime.processes import LOCAL_HOST
 
-sys.path.insert(0, str(paths.LOCUSTFILES))
+sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_s3  # noqa: E402
 
 BUCKET = S3_BUCKET

@@ -257,7 +257,7 @@ def test_nginx_worker_processes(tmp_path):
 # --- the step load shape ---------------------------------------------------------------------------------------------
 
 def test_step_load_rises_in_steps_and_stops_by_itself(stack, run_locust):
-    result = run_locust([locustfile("keepalive_1kb"), paths.LOCUSTFILES / "loadtest_shapes.py"],
+    result = run_locust([locustfile("keepalive_1kb"), paths.PLUGIN / "loadtest_shapes.py"],
                         "--host", stack["backend"].http_url, timeout=60,
                         env={"LOADTEST_STEP_USERS": "2", "LOADTEST_STEP_TIME": "2s", "LOADTEST_STEPS": "3"})
     assert_clean_run(result)

@@ -1,5 +1,5 @@
 """The open model's arithmetic without running Locust: the plugin's schedule and totals
-(locustfiles/loadtest_arrival.py), the pool, the figures a run keeps, and the verdict on late starts."""
+(plugin/loadtest_arrival.py), the pool, the figures a run keeps, and the verdict on late starts."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import pytest
 
 from loadtest import arrival, checks, paths, rules, verdict
 
-sys.path.insert(0, str(paths.LOCUSTFILES))
+sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_arrival  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""The Locust metrics plugin (locustfiles/loadtest_metrics.py) without running Locust: its cgroup CPU-limit reader on
+"""The Locust metrics plugin (plugin/loadtest_metrics.py) without running Locust: its cgroup CPU-limit reader on
 fake /proc and cgroup trees, and its collector on a master runner's state."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from loadtest import paths
 from loadtest.runtime import releaserun
 
-sys.path.insert(0, str(paths.LOCUSTFILES))
+sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_arrival  # noqa: E402
 import loadtest_metrics  # noqa: E402
 

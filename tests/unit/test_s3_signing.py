@@ -1,4 +1,4 @@
-"""The S3 store's Signature Version 4 (locustfiles/loadtest_s3.py) against the worked examples AWS publishes in
+"""The S3 store's Signature Version 4 (plugin/loadtest_s3.py) against the worked examples AWS publishes in
 "Signature Calculations for the Authorization Header: Transferring Payload in a Single Chunk" (S3 API reference,
 sig-v4-header-based-auth): the same inputs must give AWS's signatures to the last hex digit, or S3 refuses every
 request with SignatureDoesNotMatch. No network: the store's request building is checked on its own."""
@@ -12,7 +12,7 @@ import pytest
 
 from loadtest import paths
 
-sys.path.insert(0, str(paths.LOCUSTFILES))
+sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_s3  # noqa: E402
 
 # The examples' credentials and time (AWS's documentation keys, not real ones).
@@ -124,10 +124,10 @@ def test_error_carries_s3s_code_and_message():
 
 
 def test_the_module_needs_only_the_standard_library():
-    """It runs in the Locust master pod (Python and Locust only) and ships in the locustfiles ConfigMap."""
+    """It runs in the Locust master pod (Python and Locust only) and ships in the locustfiles ConfigMap (from plugin/)."""
     import ast
 
-    tree = ast.parse((paths.LOCUSTFILES / "loadtest_s3.py").read_text())
+    tree = ast.parse((paths.PLUGIN / "loadtest_s3.py").read_text())
     roots = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     roots |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
     assert roots - {"__future__"} <= sys.stdlib_module_names, roots - sys.stdlib_module_names

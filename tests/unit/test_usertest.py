@@ -44,5 +44,5 @@ def test_a_good_locustfile_loads_with_the_plugin_beside_it(tmp_path):
     path = tmp_path / "mine.py"
     path.write_text("from locust import HttpUser\n\n\nclass Mine(HttpUser):\n    pass\n")
     checked = usertest.check_locustfile(path)
-    assert usertest.locustfiles(checked) == [checked, paths.LOCUSTFILES / usertest.PLUGIN]
+    assert usertest.locustfiles(checked) == [checked, paths.PLUGIN / usertest.PLUGIN]
     assert usertest.PLUGIN.removesuffix(".py") in usertest.builtin_modules()

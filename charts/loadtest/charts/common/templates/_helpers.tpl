@@ -214,7 +214,7 @@ Usage: include "common.backendURL" $
 {{/*
 Host names of a target's routes: the first is `hostname` (empty: the target's Service name, which is the Host the
 in-chart Locust sends), route i > 0 is r<i>.<hostname>. A Locust user spreading over N routes sends the same names
-(locustfiles/loadtest_lib.py, RouteSpread), so the two sides agree without sharing values.
+(plugin/loadtest_lib.py, RouteSpread), so the two sides agree without sharing values.
 Usage: include "common.routeHosts" (dict "ctx" $ "target" "haproxy" "hostname" .Values.hostname "routes" .Values.routes) | fromJsonArray
 */}}
 {{- define "common.routeHosts" -}}
