@@ -8,7 +8,7 @@ Locust runs standalone (the same per-core figure as one worker: TOOLING.md) at e
 reset once its pool runs. A rate is held when the achieved rate is within 1 % of it and fewer than 1 % of the slots
 started late (for want of a free user or of CPU); the climb stops at the first rate not held. vegeta (built by
 scripts/setup) runs with one Go processor (-cpus 1) pinned to CPU 1, as fast as it goes: its ceiling on one core.
-No assertions: this prints figures and the ratio for docs/sizing.md and the issue's closing note.
+No assertions: this prints figures and the ratio for docs/open-model.md ("Per core") and the issue's closing note.
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ connections. Each generator warms up, then is measured over --duration seconds: 
 (the same count for every generator, whatever it reports itself) and the generator's own CPU time. RPS per core is
 requests / generator CPU seconds, so it holds whether the generator or the target was the limit (wrk is the
 target-bound one). The "other" column is CPU 1 time used by processes this script did not start: anything above a
-few percent means the figures were disturbed. No assertions: this prints figures for docs/sizing.md and for sizing.
+few percent means the figures were disturbed. No assertions: this prints figures for docs/own-test.md ("Which Locust
+user class") and for sizing.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 The one list of scenarios. `loadtest values` writes the chart schema's enums and the chart's TLS helper from it,
 the CLI takes its choices from it, the planner its defaults, and the tests their matrices; a unit test checks that
-every scenario has its locustfile and that the backend serves its payload. To add one, see docs/scenarios.md, "Add a scenario".
+every scenario has its locustfile and that the backend serves its payload. To add one, see CONTRIBUTING.md, "Add a
+scenario".
 """
 from __future__ import annotations
 

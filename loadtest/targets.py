@@ -3,7 +3,7 @@
 The one list of targets. `loadtest values` writes the chart schema's `locust.target` enum and the chart's helper
 that names each target's Service from it, the CLI takes its choices from it, the local stack renders each one's
 config template, the sweep its CPU value, and the tests their matrices; unit tests check that the saturation rules
-and the dashboards read each target's request series. To add one, see docs/scenarios.md, "Add a target".
+and the dashboards read each target's request series. To add one, see CONTRIBUTING.md, "Add a target".
 """
 from __future__ import annotations
 

@@ -13,10 +13,10 @@ lib/pacer.go `ConstantPacer.Pace`, lib/metrics.go `Metrics.Close`):
   next send: the arrivals stay open-model as long as workers can be added.
 - A hit's latency runs from when its worker takes the tick and stamps the result (`res.Timestamp`, just before
   the request is built and sent) to when the response body has been read (`res.Latency = time.Since(res.Timestamp)`),
-  not from the scheduled send time. Coordinated omission is avoided by the pacing above (README: "Avoids nasty
-  Coordinated Omission"), not corrected for: when the pacer falls behind (-max-workers reached, or the generator out
-  of CPU) it blocks on the tick channel and then sends the late hits at once, and the time a hit waited for its send
-  is in no latency. The sent rate ("rate") then drops below the offered one, which is how such a run shows.
+  not from the scheduled send time. Coordinated omission is avoided by the pacing above (vegeta's README: "Avoids
+  nasty Coordinated Omission"), not corrected for: when the pacer falls behind (-max-workers reached, or the generator
+  out of CPU) it blocks on the tick channel and then sends the late hits at once, and the time a hit waited for its
+  send is in no latency. The sent rate ("rate") then drops below the offered one, which is how such a run shows.
 - The report's "rate" is sent requests / (last send - first send); "throughput" is successful (2xx/3xx) requests /
   (first send to last response), so it includes the wait for the last responses; percentiles are t-digest
   estimates (compression 100), max is exact.

@@ -191,7 +191,7 @@ def test_the_master_of_a_run_calls_a_worker_at_its_cpu_limit_invalid(tmp_path, n
 
 
 def test_the_example_pipeline_runs_checks_keeps_and_compares(tmp_path):
-    """examples/ci/pipeline.sh local, twice, as README types it: the first run, whose BASELINE is not there yet,
+    """examples/ci/pipeline.sh local, twice, as docs/ci.md types it: the first run, whose BASELINE is not there yet,
     compares nothing and becomes the baseline of the second."""
     results = tmp_path / "results"
     env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", "RESULTS": str(results),
