@@ -121,7 +121,7 @@ def node_types_table() -> str:
     return "\n".join(rows)
 
 
-PARTS = {"header": header, "node-types": lambda chart=paths.CHART: node_types_table(), "values": values_table}
+PARTS = {"header": header, "node-types": lambda chart: node_types_table(), "values": values_table}
 
 
 def updated(readme: Path, chart: Path = paths.CHART) -> str:

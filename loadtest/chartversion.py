@@ -68,10 +68,6 @@ def content_digest(chart: Path = paths.CHART) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def chart_version(chart: Path = paths.CHART) -> str:
-    return paths.chart_version(chart)
-
-
 def recorded(lock: Path = LOCK) -> dict[str, str]:
     """version -> digest, in the file's order."""
     if not lock.exists():
@@ -82,7 +78,7 @@ def recorded(lock: Path = LOCK) -> dict[str, str]:
 
 def problems(chart: Path = paths.CHART, lock: Path = LOCK) -> list[str]:
     """What breaks the policy, each with its fix; [] when the chart's version and its record agree."""
-    version, versions = chart_version(chart), recorded(lock)
+    version, versions = paths.chart_version(chart), recorded(lock)
     found = []
     try:
         semver(version)
@@ -109,7 +105,7 @@ def problems(chart: Path = paths.CHART, lock: Path = LOCK) -> list[str]:
 def record(chart: Path = paths.CHART, lock: Path = LOCK) -> str:
     """The lock file's text with the chart's current version recorded; a UsageError for a version recorded with
     other content, or not above the last."""
-    version, versions = chart_version(chart), recorded(lock)
+    version, versions = paths.chart_version(chart), recorded(lock)
     digest = content_digest(chart)
     if versions.get(version, digest) != digest:
         raise UsageError(f"charts/loadtest changed since version {version} was recorded: {BUMP}")

@@ -35,7 +35,7 @@ def run(args) -> int:
         print(f"wrote {paths.shown(path)}")
     lock = chartversion.record()  # after the README, which is part of what the digest covers
     if generated.write({chartversion.LOCK: lock}):
-        print(f"recorded chart version {chartversion.chart_version()} in {paths.shown(chartversion.LOCK)}")
+        print(f"recorded chart version {paths.chart_version()} in {paths.shown(chartversion.LOCK)}")
     print("docs are up to date")
     return 0
 

@@ -27,12 +27,12 @@ def set_version(chart, version):
 
 def test_the_checkout_keeps_the_policy():
     assert chartversion.problems() == []
-    assert list(chartversion.recorded())[-1] == chartversion.chart_version()
+    assert list(chartversion.recorded())[-1] == paths.chart_version()
 
 
 def test_a_change_under_a_recorded_version_is_refused_until_the_version_is_bumped_and_its_change_logged(chart):
     chart, lock = chart
-    version = chartversion.chart_version(chart)
+    version = paths.chart_version(chart)
     template = chart / "charts" / "locust" / "templates" / "master.yaml"
     template.write_text(template.read_text() + "\n# a change\n")
     (problem,) = chartversion.problems(chart, lock)
@@ -87,4 +87,4 @@ def test_the_docs_install_the_charts_version():
     docs = [paths.HOME / "README.md", *sorted((paths.HOME / "docs").glob("*.md")), paths.CHART / "README.md"]
     pattern = re.compile(r"charts/loadtest --version ([0-9]\S*)")
     versions = {(doc.name, v) for doc in docs for v in pattern.findall(doc.read_text())}
-    assert versions and {v for _, v in versions} == {chartversion.chart_version()}, versions
+    assert versions and {v for _, v in versions} == {paths.chart_version()}, versions
