@@ -8,7 +8,6 @@ baseline and no current: comparing it would record the generator's limit as the 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from .errors import UsageError
 # implementation, standard library only, in plugin/loadtest_results.py.
 _runs = paths.pod_module("loadtest_results")
 Limits, Figure, change, _rps_p95 = _runs.Limits, _runs.Figure, _runs.change, _runs.rps_p95
+_units = paths.pod_module("loadtest_units")
 # What `loadtest compare` holds a change to unless told otherwise; `loadtest tune` judges its change by them too.
 DEFAULT_LIMITS = _runs.DEFAULT_LIMITS
 
@@ -46,11 +46,9 @@ class Comparison:
 def parse_share(text: str, option: str, at_most: float | None = None) -> float:
     """5% or 0.05, as a fraction; `at_most` (a fraction) where a larger share cannot happen (a drop above 100 %)."""
     try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise UsageError(f"{option} {text!r}: a percentage such as 5% (or a fraction such as 0.05)".strip()) from None
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{option} {text!r}: a share from 0 up, such as 5% or 0.05".strip())
+        value = _units.share(text)
+    except ValueError as e:
+        raise UsageError(f"{option} {e}".strip()) from None
     if at_most is not None and value > at_most:
         raise UsageError(f"{option} {text!r}: give at most {at_most:.0%}; nothing drops by more".strip())
     return value

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import re
 
+from . import paths
 from .errors import UsageError
+
+_units = paths.pod_module("loadtest_units")  # the one parser of durations, the pods' too
+DURATION_FORMS = _units.DURATION_FORMS
 
 _CPU = re.compile(r"^(?:(\d+)m|(\d+(?:\.\d+)?))$")
 _MEM = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "M": 1e6 / 2**20, "G": 1e9 / 2**20}
@@ -41,10 +45,11 @@ def memory(mib: int) -> str:
 
 
 def parse_duration_s(text: str, option: str = "--run-time") -> int:
-    """'20', '20s', '2m', '1h' -> whole seconds; `option` names the flag in the error."""
-    scale = {"s": 1, "m": 60, "h": 3600}
-    t = text.strip()
+    """'20', '20s', '2m', '1h30m' -> whole seconds (loadtest_units' forms); `option` names the flag in the error."""
     try:
-        return int(t[:-1]) * scale[t[-1]] if t[-1] in scale else int(t)
-    except (ValueError, IndexError):
-        raise UsageError(f"{option}: run time {text!r} is not like 20, 20s, 2m") from None
+        seconds = _units.seconds(text)
+    except ValueError:
+        seconds = None
+    if seconds is None or seconds != int(seconds):
+        raise UsageError(f"{option}: {text!r} is not like {_units.DURATION_FORMS} in whole seconds")
+    return int(seconds)

@@ -74,7 +74,7 @@ def duration(minimum_s: int = 1):
         try:
             seconds = units.parse_duration_s(text)
         except UsageError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not like 20, 20s, 2m or 1h") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not like {units.DURATION_FORMS}") from None
         if seconds < minimum_s:
             raise argparse.ArgumentTypeError(f"{text}: give at least {minimum_s} s")
         return text

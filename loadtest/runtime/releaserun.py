@@ -149,7 +149,7 @@ def _collect_series(prometheus: Prometheus, release: str, start: float, end: flo
         # Every target scraped once more since the end, so the run's last samples are in the query API: a scrape
         # comes within an interval (two, with a late one, as this waited on a clock before).
         prometheus.wait_stamped_since(end, 2 * step)
-        columns = {name: dict(prometheus.query_range(expr, start, end, step))
+        columns = {name: prometheus.query_range(expr, start, end, step)
                    for name, expr in runresult.files.series_queries(release, step).items()}
     except PrometheusError as e:
         return [f"series.csv not collected: {e}"]

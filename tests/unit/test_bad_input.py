@@ -36,7 +36,7 @@ BAD = {
     "local-no-users": (["local", "--users", "0"], "argument --users: 0: give at least 1"),
     "run-no-users": (["run", "--local", "--users", "0"], "argument --users: 0: give at least 1"),
     "local-run-time-zero": (["local", "--run-time", "0s"], "argument --run-time: 0s: give at least 1 s"),
-    "local-run-time-words": (["local", "--run-time", "soon"], "argument --run-time: 'soon' is not like 20, 20s, 2m or 1h"),
+    "local-run-time-words": (["local", "--run-time", "soon"], "argument --run-time: 'soon' is not like 20, 20s, 2m or 1h30m"),
     "local-f-missing": (["local", "-f", "/nonexistent/mine.py"], "-f /nonexistent/mine.py: no such file"),
     "local-f-not-python": (["local", "-f", "/etc/hostname"], "name it <module>.py"),
     "local-f-syntax-error": (["local", "-f", str(BADTESTS / "syntax_error.py")], "syntax_error.py: line 3:"),

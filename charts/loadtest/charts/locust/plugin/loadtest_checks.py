@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import loadtest_units
+
 PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
@@ -50,7 +52,6 @@ AGGREGATED = "Aggregated"  # Locust's name for all requests together
 
 PERCENTILES = {"p50": 0.5, "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
 TIME_METRICS = (*PERCENTILES, "avg", "max")
-TIME_UNITS_MS = {"ms": 1.0, "s": 1000.0}
 OPERATORS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__}
 
 _NAME = r"(?:\[[^\[\]]+\])?"
@@ -95,13 +96,13 @@ def parse(text: str) -> Check:
         raise CheckError(f"check {text!r}: {number!r} is not a number")
     value = float(number)
     if metric in TIME_METRICS:
-        if unit not in TIME_UNITS_MS:
+        if unit not in ("ms", "s"):
             raise CheckError(f"check {text!r}: give {metric} a unit, ms or s, e.g. {metric}<200ms")
-        value *= TIME_UNITS_MS[unit]
+        value = loadtest_units.seconds(number + unit) * 1000
     elif metric == "fail_ratio":
         if unit not in ("", "%"):
             raise CheckError(f"check {text!r}: fail_ratio is a percentage (1%) or a fraction (0.01)")
-        value = value / 100 if unit == "%" else value
+        value = loadtest_units.share(number + unit)
         if value > 1:
             raise CheckError(f"check {text!r}: a fail ratio is at most 100% (or 1)")
     elif metric == "rps":

@@ -29,6 +29,7 @@ from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, MasterRunner
 
 import loadtest_arrival
 import loadtest_checks
+import loadtest_prometheus
 import loadtest_results as results
 import loadtest_s3
 from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries the CPU limit
@@ -165,10 +166,11 @@ def write_series(folder: str, start: float, end: float) -> None:
         return
     step = float(os.environ.get(SCRAPE_INTERVAL_ENV, "15"))
     try:
-        columns = {name: results.query_range(prometheus, expr, start, end, step)
+        client = loadtest_prometheus.Prometheus(prometheus, timeout_s=30)
+        columns = {name: client.query_range(expr, start, end, step)
                    for name, expr in results.series_queries(os.environ.get(RELEASE_ENV, ""), step).items()}
         results.replace_file(os.path.join(folder, results.SERIES_CSV), results.series_csv(columns))
-    except (OSError, ValueError, KeyError) as e:
+    except (loadtest_prometheus.PrometheusError, OSError) as e:
         logger.warning("series.csv not written: %s: %s", prometheus, e)
 
 

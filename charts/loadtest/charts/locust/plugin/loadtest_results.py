@@ -18,8 +18,6 @@ import json
 import os
 import string
 import time
-import urllib.parse
-import urllib.request
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 
@@ -173,7 +171,7 @@ class RunReport:
     @property
     def exit_code(self) -> int:
         if self.incomplete:
-            return 130 if self.incomplete == "interrupted" else checks.RUN_FAILED
+            return checks.INTERRUPTED if self.incomplete == "interrupted" else checks.RUN_FAILED
         total = self.figures.get(checks.AGGREGATED)
         code = checks.exit_code(self.outcomes, self.generator_bound, total.requests if total else 0)
         if code == checks.PASSED and self.baseline is not None and self.baseline.regressed:
@@ -358,13 +356,3 @@ def series_csv(columns: dict[str, dict[float, float]]) -> str:
     for t in sorted({t for column in columns.values() for t in column}):
         writer.writerow((f"{t:.3f}", *(cell(columns.get(name, {}).get(t)) for name in SERIES)))
     return out.getvalue()
-
-
-def query_range(prometheus: str, expr: str, start: float, end: float, step_s: float, timeout_s: float = 30) -> dict:
-    """{time: value} of a query that returns at most one series, from Prometheus' HTTP API."""
-    query = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"})
-    with urllib.request.urlopen(f"{prometheus.rstrip('/')}/api/v1/query_range?{query}", timeout=timeout_s) as answer:
-        result = json.load(answer)["data"]["result"]
-    if len(result) > 1:
-        raise ValueError(f"{expr} returned {len(result)} series, not one")
-    return {float(t): float(v) for t, v in result[0]["values"]} if result else {}

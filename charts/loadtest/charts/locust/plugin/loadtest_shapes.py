@@ -6,14 +6,14 @@ Settings: LOADTEST_STEP_USERS users added at each step (default 100), LOADTEST_S
 start within its first tenth, so most of the step runs at its full count.
 """
 from locust import LoadTestShape
-from locust.util.timespan import parse_timespan
 
+import loadtest_units
 from loadtest_lib import setting
 
 
 class StepLoadShape(LoadTestShape):
     step_users = int(setting("step_users", "100"))
-    step_seconds = parse_timespan(setting("step_time", "60s"))
+    step_seconds = loadtest_units.seconds(setting("step_time", "60s"))
     steps = int(setting("steps", "10"))
 
     def tick(self):
