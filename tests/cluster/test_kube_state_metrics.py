@@ -16,6 +16,7 @@ import urllib.request
 
 import pytest
 import yaml
+from helpers import wait_for
 
 from loadtest import dashboards, paths, profiles, rules
 from loadtest.runtime.processes import free_port, stop
@@ -74,16 +75,12 @@ def capacity(cluster, node_group, helm, tmp_path_factory):
     with open(tmp_path / "kube-state-metrics.log", "wb") as ksm_log, open(tmp_path / "prometheus.log", "wb") as log:
         procs = [start(ksm_argv, ksm_log), start(prometheus_argv, log)]
     try:
-        deadline = time.monotonic() + SCRAPE_TIMEOUT_S
-        while True:
-            try:
-                if query(url, f'kube_deployment_spec_replicas{{namespace="{namespace}"}}'):
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                pytest.fail(f"no kube-state-metrics data in Prometheus within {SCRAPE_TIMEOUT_S} s; logs in {tmp_path}")
-            time.sleep(1)
+        def scraped() -> list:
+            assert all(p.poll() is None for p in procs), f"kube-state-metrics or Prometheus exited; logs in {tmp_path}"
+            return query(url, f'kube_deployment_spec_replicas{{namespace="{namespace}"}}')
+
+        wait_for(f"kube-state-metrics data in Prometheus (logs in {tmp_path})", scraped, SCRAPE_TIMEOUT_S, every=1,
+                 ignoring=(OSError,))
         time.sleep(3)  # a few rule evaluations
         yield url, namespace, nodes, replicas
     finally:

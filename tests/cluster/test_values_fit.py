@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 
 import pytest
 import yaml
+from helpers import wait_for
 
 from loadtest import paths, profiles
 from loadtest.runtime import tune
@@ -36,16 +36,6 @@ RELEASE_KINDS = "pods,services,configmaps,secrets,deployments"
 
 def planned_workers(values_file: str) -> int:
     return yaml.safe_load((paths.VALUES / values_file).read_text())["locust"]["worker"]["replicas"]
-
-
-def wait_for_event(cluster, namespace: str, pod: str, text: str, timeout: float = 15) -> list[str]:
-    """FailedScheduling messages for the pod once one contains text (events are recorded asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        messages = failed_scheduling_events(cluster, namespace, pod)
-        if any(text in m for m in messages) or time.monotonic() > deadline:
-            return messages
-        time.sleep(0.2)
 
 
 def header_target_group(values_file: str) -> tuple[int, str] | None:
@@ -119,8 +109,10 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
     pending = [p["metadata"]["name"] for p in settled if p["status"].get("phase") != "Running"]
     assert len(pending) == 1, f"expected exactly one Pending pod with {planned + 1} workers, got {pending}"
     assert pending[0] in {p["metadata"]["name"] for p in pods(cluster, namespace, WORKER_SELECTOR)}
-    messages = wait_for_event(cluster, namespace, pending[0], "Insufficient cpu")
-    assert any("Insufficient cpu" in m for m in messages), f"FailedScheduling events of {pending[0]}: {messages}"
+    # Events are recorded asynchronously.
+    wait_for(f"a FailedScheduling event of {pending[0]} for Insufficient cpu",
+             lambda: failed_scheduling_events(cluster, namespace, pending[0]), 15, every=0.2,
+             until=lambda messages: any("Insufficient cpu" in m for m in messages))
 
     helm("rollback", RELEASE, "-n", namespace, "--wait", "--timeout", "60s")
     assert_all_running(cluster, namespace, RELEASE_SELECTOR)
@@ -129,10 +121,8 @@ def test_values_file_fits_its_node_type(values_file, cluster, node_group, namesp
     helm("test", RELEASE, "-n", namespace, "--timeout", "60s")
 
     helm("uninstall", RELEASE, "-n", namespace, "--wait", "--timeout", "60s")
-    deadline = time.monotonic() + 30
-    while leftovers(cluster, namespace) and time.monotonic() < deadline:
-        time.sleep(0.5)  # pods go after their Deployment, through the garbage collector and KWOK
-    assert leftovers(cluster, namespace) == []
+    # Pods go after their Deployment, through the garbage collector and KWOK.
+    wait_for("nothing of the release left", lambda: leftovers(cluster, namespace), 30, until=lambda left: left == [])
 
 
 def strict_apply(cluster, namespace: str, objects: list[dict], *dry_run: str) -> None:

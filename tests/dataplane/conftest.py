@@ -20,13 +20,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import wait_for
 
 from loadtest import paths
 from loadtest.runtime.locust import Locust
@@ -119,18 +119,19 @@ def _start_nginx(run: Path, tls: tuple[Path, Path] | None) -> Nginx:
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
     server = Nginx(run, port, tls_port, proc)
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while True:
+
+    def healthy() -> bool:
         if proc.poll() is not None:
-            raise RuntimeError(f"nginx exited with {proc.returncode}: {(run / 'nginx.out').read_text()}")
-        try:
-            urllib.request.urlopen(f"{server.url}/healthz", timeout=1).close()
-            return server
-        except OSError:
-            if time.monotonic() > deadline:
-                stop(proc)
-                raise
-            time.sleep(0.05)
+            pytest.fail(f"nginx exited with {proc.returncode}: {(run / 'nginx.out').read_text()}", pytrace=False)
+        urllib.request.urlopen(f"{server.url}/healthz", timeout=1).close()
+        return True
+
+    try:
+        wait_for("nginx answers /healthz", healthy, STARTUP_TIMEOUT_S, every=0.05, ignoring=(OSError,))
+    except BaseException:  # pytest's failure too: no nginx left behind
+        stop(proc)
+        raise
+    return server
 
 
 @pytest.fixture(scope="session")
@@ -338,16 +339,17 @@ class CpuQuotas:
 
     def remove(self) -> None:
         """Remove the groups; a process that was just stopped may take a moment to leave its group."""
-        deadline = time.monotonic() + 10
+        def removed(group: Path) -> bool:
+            try:
+                group.rmdir()
+            except OSError as e:
+                if e.errno != errno.EBUSY:
+                    raise
+                return False
+            return True
+
         for group in self.created:
-            while True:
-                try:
-                    group.rmdir()
-                    break
-                except OSError as e:
-                    if e.errno != errno.EBUSY or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
+            wait_for(f"{group} removed (its processes gone)", lambda: removed(group), 10, every=0.2)
 
 
 @pytest.fixture(scope="session")
@@ -368,17 +370,14 @@ S3_FULL_ACCESS = json.dumps({"Version": "2012-10-17",
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + MOTO_STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if proc.poll() is not None:
             pytest.fail(f"moto_server exited with {proc.returncode}:\n{log.read_text()[-3000:]}", pytrace=False)
-        try:
-            socket.create_connection((LOCAL_HOST, port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    pytest.fail(f"moto_server did not listen on {port} within {MOTO_STARTUP_TIMEOUT_S} s:\n{log.read_text()[-3000:]}",
-                pytrace=False)
+        socket.create_connection((LOCAL_HOST, port), timeout=1).close()
+        return True
+
+    wait_for(f"moto_server listening on {port}", listening, MOTO_STARTUP_TIMEOUT_S, every=0.2, ignoring=(OSError,),
+             detail=lambda: log.read_text()[-3000:])
 
 
 def iam(endpoint: str, **params: str) -> str:

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import NamedTuple
 
 import pytest
+from helpers import wait_for
 
 from loadtest import paths
 
@@ -384,9 +385,7 @@ def test_target_killed_mid_run_failures_are_counted_and_the_run_ends_by_itself(s
     target = start_nginx()
 
     def kill_once_serving(_locust):
-        deadline = time.monotonic() + 20
-        while len(target.access_log()) < 2000 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for("the target served 2,000 requests", lambda: len(target.access_log()) >= 2000, 20, every=0.1)
         target.kill()
 
     result = run_locust(paths.LOCUSTFILES / "keepalive_1kb.py", "--host", target.url, "-u", "4", "-r", "4",

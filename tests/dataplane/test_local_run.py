@@ -1,12 +1,12 @@
 """The README's first command, end to end: the chart's nginx payload config + Locust master and workers."""
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from base64 import b64encode
 
 import pytest
+from helpers import wait_for
 
 from loadtest import scenarios, verdict
 from loadtest.runtime import localrun
@@ -54,21 +54,22 @@ def test_local_cli_names_an_unknown_scenario():
     assert "invalid choice: 'nope'" in out.stderr and all(name in out.stderr for name in scenarios.SCENARIOS)
 
 
+def answers(url: str) -> bool:
+    """The server answers (a 401 is an answer); refused connections raise OSError."""
+    try:
+        urllib.request.urlopen(url, timeout=1).close()
+    except urllib.error.HTTPError:
+        pass
+    return True
+
+
 @pytest.fixture
 def locust_ui_with_auth(tmp_path):
     with Processes(tmp_path) as procs:
         locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile)
         locust.start_standalone("--host", "http://127.0.0.1:9", web=True, env={"LOADTEST_WEB_AUTH": "admin:s3cret"})
         url = f"{locust.web_url}/"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(url, timeout=1)
-                break
-            except urllib.error.HTTPError:
-                break  # up, and answering (401)
-            except OSError:
-                time.sleep(0.2)
+        wait_for("the web UI answers", lambda: answers(url), 20, every=0.2, ignoring=(OSError,))
         yield url
 
 

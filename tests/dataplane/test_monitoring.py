@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
+from helpers import wait_for
 
 from loadtest import dashboards, paths, rules, scenarios, targets, verdict
 from loadtest.runtime import prom, stack, sweep_local
@@ -130,19 +131,17 @@ def wait_for_verdict(prometheus: Prometheus, procs: Processes, workers: int, wan
     """Poll until every worker's CPU was measured, the master's and both targets' request rates are (nginx and
     HAProxy: two scrapes of each since the swarm's statistics were reset) and the release has a verdict (`wanted`,
     when given); the time."""
-    deadline = time.monotonic() + VERDICT_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def judged() -> dict:
         now = time.time()
-        verdicts = prometheus.verdicts(now)
-        measured = prometheus.query("count(locust_worker_cpu_usage_cores > 0)", now)
-        served = prometheus.query("count(loadtest:target_requests:rate1m)", now)
-        sent = prometheus.query("sum(rate(locust_requests_total[1m])) > 0", now)
-        if measured and int(measured[0]["value"][1]) == workers and served and int(served[0]["value"][1]) == 2 \
-                and sent and verdicts and wanted in (None, *verdicts):
-            return now
-        time.sleep(1)
-    pytest.fail(f"no {wanted or 'verdict'} with {workers} measured worker(s) within {VERDICT_TIMEOUT_S} s; "
-                f"verdicts: {verdicts}\n{procs.log_tail('locust-master')}", pytrace=False)
+        return {"at": now, "verdicts": prometheus.verdicts(now),
+                "measured workers": prometheus.scalar("count(locust_worker_cpu_usage_cores > 0)", now),
+                "targets served": prometheus.scalar("count(loadtest:target_requests:rate1m)", now),
+                "sent": prometheus.scalar("sum(rate(locust_requests_total[1m])) > 0", now)}
+
+    return wait_for(f"a {wanted or 'verdict'} with {workers} measured worker(s) and both targets' rates", judged,
+                    VERDICT_TIMEOUT_S, every=1, detail=lambda: procs.log_tail("locust-master"),
+                    until=lambda seen: seen["measured workers"] == workers and seen["targets served"] == 2
+                    and seen["sent"] and seen["verdicts"] and wanted in (None, *seen["verdicts"]))["at"]
 
 
 @pytest.fixture(scope="module")
@@ -245,10 +244,8 @@ def test_web_ui_mode_serves_metrics_on_the_ui_behind_its_login_and_on_the_metric
         with pytest.raises(urllib.error.HTTPError) as denied:
             fetch(f"http://127.0.0.1:{web}/metrics")
         assert denied.value.code == 401
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while 'locust_workers{state="ready"} 1.0' not in fetch(f"http://127.0.0.1:{metrics}/metrics"):
-            assert time.monotonic() < deadline, procs.log_tail("locust-master")
-            time.sleep(0.5)
+        wait_for("one ready worker on the master's metrics", lambda: 'locust_workers{state="ready"} 1.0' in fetch(
+            f"http://127.0.0.1:{metrics}/metrics"), STARTUP_TIMEOUT_S, detail=lambda: procs.log_tail("locust-master"))
         on_ui = fetch(f"http://127.0.0.1:{web}/metrics", "admin:s3cret")
         for sample in ('locust_runner_state{state="ready"} 1.0', "locust_users 0.0",
                        'locust_workers{state="ready"} 1.0', "process_cpu_seconds_total"):
@@ -265,10 +262,9 @@ def test_a_worker_marks_itself_ready_only_once_the_master_accepted_it(tmp_path):
         time.sleep(3)  # the worker has started and sent its first "client_ready" into the void
         assert not ready.exists()
         locust.start_master("--host", "http://127.0.0.1:9", web=False)
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S  # the worker retries every 5 s (Locust's CONNECT_TIMEOUT)
-        while not ready.exists():
-            assert time.monotonic() < deadline, procs.log_tail("locust-worker-0")
-            time.sleep(0.2)
+        # The worker retries every 5 s (Locust's CONNECT_TIMEOUT).
+        wait_for("the worker's ready file", ready.exists, STARTUP_TIMEOUT_S, every=0.2,
+                 detail=lambda: procs.log_tail("locust-worker-0"))
 
 
 PANEL_QUERIES = [(b, p, e) for b, p, e in dashboards.all_panel_queries()

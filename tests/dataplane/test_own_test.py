@@ -9,12 +9,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from base64 import b64encode
 
 import pytest
+from helpers import wait_for
 
 from loadtest import paths, usertest
 from loadtest.runtime.localrun import own_test_env
@@ -118,13 +118,10 @@ def test_a_file_that_imports_nothing_of_ours_gets_the_metrics_the_login_and_the_
         with pytest.raises(urllib.error.HTTPError) as denied:
             fetch(f"{locust.web_url}/")
         assert denied.value.code == 401
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S + 10
-        text = ""
-        while not re.search(r'locust_requests_total\{method="GET",name="/1kb"\} [1-9]', text) \
-                or "locust_worker_cpu_limit_cores{" not in text:
-            assert time.monotonic() < deadline, procs.log_tail(MASTER) + "\n" + text[-2000:]
-            time.sleep(0.5)
-            text = fetch(f"http://127.0.0.1:{metrics}/metrics")
+        text = wait_for("the worker's requests and CPU limit on the master's metrics",
+                        lambda: fetch(f"http://127.0.0.1:{metrics}/metrics"), STARTUP_TIMEOUT_S + 10,
+                        until=lambda text: re.search(r'locust_requests_total\{method="GET",name="/1kb"\} [1-9]', text)
+                        and "locust_worker_cpu_limit_cores{" in text, detail=lambda: procs.log_tail(MASTER))
     assert 'locust_workers{state="running"} 1.0' in text
 
 

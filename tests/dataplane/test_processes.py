@@ -1,7 +1,8 @@
 """The run's processes are stopped once each: a Locust master that gets SIGTERM twice shuts down twice, and its second
 shutdown writes its final statistics again, empty (Locust's serialize_stats resets what it serializes)."""
 import sys
-import time
+
+from helpers import wait_for
 
 from loadtest.runtime.processes import Processes
 
@@ -23,10 +24,8 @@ def test_every_process_gets_one_sigterm(tmp_path):
     # The second is still shutting down when the first has gone: it must not be told again.
     for name, seconds in (("first", "0.3"), ("second", "1")):
         procs.start(name, [sys.executable, "-c", SLOW_TO_STOP, seconds])
-    deadline = time.monotonic() + 10
-    while not all("ready" in (tmp_path / f"{name}.log").read_text() for name in ("first", "second")):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for("both processes ready", lambda: all("ready" in (tmp_path / f"{name}.log").read_text()
+                                                 for name in ("first", "second")), 10, every=0.05)
     procs.stop_all()
     for name in ("first", "second"):
         assert (tmp_path / f"{name}.log").read_text().split() == ["ready", "SIGTERM"], name

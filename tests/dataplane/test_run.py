@@ -14,6 +14,7 @@ import time
 
 import junitparser
 import pytest
+from helpers import wait_for
 from interrupt import sigint_restored
 
 from loadtest import checks, paths, scenarios, verdict
@@ -120,11 +121,12 @@ def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=sigint_restored)
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S * 2
+        def requests_counted() -> bool:
+            assert proc.poll() is None, proc.stderr.read()
+            return counted(out / "series.csv")
+
         # Interrupted once the master has counted requests (the workers report every 3 s): those must be kept.
-        while not counted(out / "series.csv"):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
-            time.sleep(0.5)
+        wait_for("requests counted in series.csv", requests_counted, STARTUP_TIMEOUT_S * 2)
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
         _, err = proc.communicate(timeout=60)
     finally:

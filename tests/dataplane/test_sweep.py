@@ -15,9 +15,9 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from helpers import wait_for
 from interrupt import sigint_restored
 
 from loadtest import calibration, commands, report, sweep
@@ -172,10 +172,11 @@ def test_a_sweep_interrupted_after_two_steps_leaves_both_in_its_report(tmp_path)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
                             preexec_fn=sigint_restored)
     try:
-        deadline = time.monotonic() + 180
-        while not (out / "sweep.json").exists() or len(json.loads((out / "sweep.json").read_text())["steps"]) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=30)
-            time.sleep(0.5)
+        def steps_written() -> int:
+            assert proc.poll() is None, proc.communicate(timeout=30)
+            return len(json.loads((out / "sweep.json").read_text())["steps"]) if (out / "sweep.json").exists() else 0
+
+        wait_for("two steps in sweep.json", steps_written, 180, until=lambda steps: steps >= 2)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:

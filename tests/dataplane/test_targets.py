@@ -14,13 +14,13 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
+from helpers import wait_for
 
 from loadtest import paths, scenarios, targets
 from loadtest.runtime.stack import Server, Stack
@@ -268,19 +268,13 @@ def test_step_load_rises_in_steps_and_stops_by_itself(stack, run_locust):
 
 # --- faults: a target or a worker dies mid-run -----------------------------------------------------------------------
 
-def wait_until(condition, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 def test_target_killed_mid_run_workers_count_failures_and_carry_on(tmp_path, run_locust):
     with Stack(tmp_path) as running:
         server = running.haproxy(running.backend())
 
         def kill_haproxy_once_serving(_master):
-            wait_until(lambda: haproxy_metrics(server)['haproxy_frontend_http_requests_total{proxy="http"}'] > 500)
+            wait_for("HAProxy served 500 requests", lambda: haproxy_metrics(server)[
+                'haproxy_frontend_http_requests_total{proxy="http"}'] > 500, 20, every=0.2)
             server.proc.send_signal(signal.SIGKILL)
             server.proc.wait(timeout=10)
 
@@ -308,7 +302,7 @@ def test_worker_killed_mid_run_master_reports_it_missing_and_keeps_the_stats(sta
     killed = {}
 
     def kill_one_worker_once_serving(_master):
-        wait_until(lambda: stub_status(server)[1] - base > 2000)
+        wait_for("nginx served 2,000 requests", lambda: stub_status(server)[1] - base > 2000, 20, every=0.2)
         victim = locust_workers()[0]
         killed["served"] = stub_status(server)[1] - base
         victim.send_signal(signal.SIGKILL)

@@ -12,6 +12,7 @@ import urllib.request
 
 import pytest
 import yaml
+from helpers import wait_for
 
 from loadtest import paths
 from loadtest.runtime import prom
@@ -89,12 +90,11 @@ def not_ready(cluster: Cluster, namespace: str) -> list[str]:
 def wait_ready(cluster: Cluster, namespace: str, timeout: float = READY_TIMEOUT_S) -> float:
     """Seconds until every pod of the namespace is Running and ready; fails with what is missing and the events."""
     started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if pods(cluster, namespace) and not not_ready(cluster, namespace):
-            return time.monotonic() - started
-        time.sleep(1)
-    events = cluster.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp")
-    raise ClusterError(f"not ready after {timeout:.0f} s: {not_ready(cluster, namespace)}\n{events[-4000:]}")
+    wait_for(f"every pod of {namespace} Running and ready",
+             lambda: not_ready(cluster, namespace) if pods(cluster, namespace) else ["no pod yet"], timeout, every=1,
+             until=lambda waiting: not waiting,
+             detail=lambda: cluster.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp")[-4000:])
+    return time.monotonic() - started
 
 
 def pod_ip(cluster: Cluster, namespace: str, component: str) -> str:
@@ -139,23 +139,11 @@ class Prometheus(prom.Prometheus):
 
     def wait_for_data(self, promql: str, what: str, timeout: float = 90) -> list[dict]:
         """Poll until the query has a series; returns them (no NaN nor infinity), or fails naming `what`."""
-        deadline = time.monotonic() + timeout
-        while not (result := self.query(promql)):
-            assert time.monotonic() < deadline, f"{what}: no data after {timeout:.0f} s for {promql}"
-            time.sleep(3)
+        result = wait_for(f"{what}: data for {promql}", lambda: self.query(promql), timeout, every=3)
         assert all(s["value"][1] not in ("NaN", "+Inf", "-Inf") for s in result), (promql, result)
         return result
 
     def wait(self, promql: str, ok, timeout: float = 120) -> float:
         """Poll until ok(value) (value None: no series); returns the value, or fails naming the query."""
-        deadline = time.monotonic() + timeout
-        value = None
-        while time.monotonic() < deadline:
-            try:
-                value = self.value(promql)
-            except prom.PrometheusError:
-                value = None
-            if ok(value):
-                return value
-            time.sleep(2)
-        raise AssertionError(f"after {timeout:.0f} s, {promql} = {value}")
+        return wait_for(promql, lambda: self.value(promql), timeout, every=2, until=ok,
+                        ignoring=(prom.PrometheusError,))

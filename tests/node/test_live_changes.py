@@ -10,6 +10,7 @@ import time
 
 import pytest
 from conftest import aggregated, haproxy_served, install, master, wait_ready
+from helpers import wait_for
 
 from loadtest import paths
 from loadtest.runtime.cluster import pods
@@ -33,17 +34,19 @@ def live_pods(cluster, namespace: str, selector: str) -> list[dict]:
 def wait_status(web, ok, what: str, timeout: float = 120, floor: int = 0) -> dict:
     """Poll the master until ok(status); on the way, the request count never falls below `floor` nor goes back
     (a reset would mean the run restarted)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        status = web.status()
-        count = aggregated(web)["num_requests"]
-        assert count >= floor, f"the request count went back from {floor} to {count}: the run restarted"
-        floor = count
-        if ok(status):
-            return status
-        assert time.monotonic() < deadline, f"{what} not seen within {timeout:.0f} s: {status['state']}, " \
-                                            f"workers {[(w['state'], w['user_count']) for w in status['workers']]}"
-        time.sleep(1)
+    seen = {"requests": floor}
+
+    def workers() -> list[tuple[str, int]]:
+        """The workers' states and users (what a failure shows); the whole status is kept for ok()."""
+        seen["status"], count = web.status(), aggregated(web)["num_requests"]
+        assert count >= seen["requests"], f"the request count went back from {seen['requests']} to {count}: " \
+                                          "the run restarted"
+        seen["requests"] = count
+        return [(seen["status"]["state"], len(seen["status"]["workers"])),
+                *((w["state"], w["user_count"]) for w in seen["status"]["workers"])]
+
+    wait_for(what, workers, timeout, every=1, until=lambda _: ok(seen["status"]))
+    return seen["status"]
 
 
 def spread(status: dict, workers: int) -> bool:
@@ -117,19 +120,18 @@ def test_a_deleted_target_shows_as_failures_then_recovers(cluster, release):
     wait_ready(cluster, release)
 
     # Recovery: a stretch of 10 s with requests served and no new failure, counted from the last failure seen.
-    deadline = time.monotonic() + 120
-    start, since = aggregated(web), time.monotonic()
-    while True:
-        time.sleep(1)
-        end = aggregated(web)
-        served, failed = end["num_requests"] - start["num_requests"], end["num_failures"] - start["num_failures"]
-        if failed:
-            start, since = end, time.monotonic()
-        elif time.monotonic() - since >= 10 and served > 100:
-            break
-        assert time.monotonic() < deadline, f"no recovery: {served} requests and {failed} failures " \
-                                            f"in the last {time.monotonic() - since:.0f} s"
-    stretch = time.monotonic() - since
+    last_failure = {"counts": aggregated(web), "at": time.monotonic()}
+
+    def since_the_last_failure() -> dict:
+        end, start = aggregated(web), last_failure["counts"]
+        if end["num_failures"] > start["num_failures"]:
+            last_failure.update(counts=end, at=time.monotonic())
+        return {"served": end["num_requests"] - last_failure["counts"]["num_requests"],
+                "seconds": time.monotonic() - last_failure["at"], "end": end}
+
+    recovered = wait_for("recovery: 10 s of requests served without a failure", since_the_last_failure, 120,
+                         every=1, until=lambda seen: seen["seconds"] >= 10 and seen["served"] > 100)
+    end, served, stretch = recovered["end"], recovered["served"], recovered["seconds"]
     print(f"target deleted mid-run: {end['num_failures']} failures counted of {end['num_requests']} requests, "
           f"then {served} requests in {stretch:.0f} s without one")
     web.stop()

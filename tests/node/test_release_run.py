@@ -18,12 +18,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
 from browser import assert_refused_without_the_password, chromium, swarm_through_the_ui
 from conftest import install, master, wait_ready
+from helpers import wait_for_line
 from interrupt import sigint_restored
 
 from loadtest.runtime.locustweb import LocustWeb
@@ -104,11 +104,7 @@ def test_a_judged_run_collects_locust_files_and_the_release_series(cluster, rele
 def test_an_interrupted_run_stops_the_swarm_and_keeps_what_it_collected(cluster, release, tmp_path):
     out = tmp_path / "run"
     proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "5m")
-    deadline = time.monotonic() + 120
-    for line in proc.stdout:
-        if "RPS" in line:  # the first live figures: the swarm runs
-            break
-        assert time.monotonic() < deadline, "no live figures"
+    wait_for_line(proc, "RPS", 120)  # the first live figures: the swarm runs
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output

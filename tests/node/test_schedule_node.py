@@ -18,9 +18,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 from conftest import Prometheus, install, master
+from helpers import wait_for
 
 from loadtest import paths
 from loadtest.errors import RunFailed
@@ -49,16 +49,6 @@ def running(cluster, namespace: str, job: str) -> bool:
     pods = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-l", f"batch.kubernetes.io/job-name={job}",
                                       "-o", "json"))["items"]
     return bool(pods) and all(p["status"].get("phase") == "Running" for p in pods)
-
-
-def wait_for(what: str, probe, timeout: float = RUN_TIMEOUT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(2)
-    raise AssertionError(f"not within {timeout:.0f} s: {what}")
 
 
 def load_over(cluster, namespace: str) -> bool:
@@ -97,23 +87,27 @@ def test_a_schedule_runs_twice_keeps_both_on_the_claim_and_flags_the_regression(
                 "--set", "locust.autostart.users=10", "--set", "locust.autostart.spawnRate=10",
                 "--set", "locust.extraEnv[0].name=LOADTEST_WAIT", "--set-string", "locust.extraEnv[0].value=0.02")
         installed = True
-        first = wait_for("the first scheduled run starts", lambda: master_jobs(cluster, namespace))[0]
+        first = wait_for("the first scheduled run starts", lambda: master_jobs(cluster, namespace), RUN_TIMEOUT_S,
+                         every=2)[0]
         first_name = first["metadata"]["name"]
         # Once the first run's load is over (its figures are final), the backend is slowed to a hundredth of a core
         # for the second: the chart's nginx, throttled by its CPU limit.
-        wait_for("the first run's master runs", lambda: running(cluster, namespace, first_name))
-        wait_for("the first run's load is over", lambda: load_over(cluster, namespace))
+        wait_for("the first run's master runs", lambda: running(cluster, namespace, first_name), RUN_TIMEOUT_S,
+                 every=2)
+        wait_for("the first run's load is over", lambda: load_over(cluster, namespace), RUN_TIMEOUT_S, every=2)
         helm("upgrade", RELEASE, str(paths.CHART), "-n", namespace, "--reuse-values",
              "--set", "backend.resources.requests.cpu=10m", "--set", "backend.resources.limits.cpu=10m")
-        assert wait_for("the first run ends", lambda: finished(master_jobs(cluster, namespace)[0])) == "Complete"
+        assert wait_for("the first run ends", lambda: finished(master_jobs(cluster, namespace)[0]), RUN_TIMEOUT_S,
+                        every=2) == "Complete"
         pinned = loadtest_history(cluster, namespace, tmp_path, "--baseline", first_name)
         assert pinned.returncode == 0 and f"baseline: {first_name}" in pinned.stdout
 
         second = wait_for("a second run", lambda: [j for j in master_jobs(cluster, namespace)
-                                                   if j["metadata"]["name"] != first_name])[0]
+                                                   if j["metadata"]["name"] != first_name], RUN_TIMEOUT_S, every=2)[0]
         second_name = second["metadata"]["name"]
         ended = wait_for("the second run ends", lambda: finished(next(
-            j for j in master_jobs(cluster, namespace) if j["metadata"]["name"] == second_name)))
+            j for j in master_jobs(cluster, namespace) if j["metadata"]["name"] == second_name)), RUN_TIMEOUT_S,
+            every=2)
         assert ended == "Failed", "the slowed backend's run passed"
 
         # Both folders on the claim, as the masters wrote them.

@@ -10,6 +10,7 @@ import json
 import time
 
 import pytest
+from helpers import wait_for
 from conftest import WINDOW, Prometheus, aggregated, haproxy_served, install, master, wait_ready
 
 from loadtest import dashboards, images
@@ -111,10 +112,7 @@ def test_dashboard_panel_has_data(swarm, module_namespace, board, panel, expr):
 def test_locust_and_the_target_count_the_same_requests(cluster, swarm, module_namespace):
     web = master(cluster, module_namespace)
     web.stop()
-    deadline = time.monotonic() + 30
-    while web.status()["state"] != "stopped":
-        assert time.monotonic() < deadline, "the run did not stop"
-        time.sleep(1)
+    wait_for("the run stops", lambda: web.status()["state"] == "stopped", 30)
     time.sleep(3)  # the worker's last report
     total = aggregated(web)["num_requests"]
     served = haproxy_served(cluster, module_namespace)

@@ -1,12 +1,7 @@
 import pytest
+from helpers import cli
 
 from loadtest import commands, scenarios, valuesgen
-
-
-def run(capsys, *argv):
-    with pytest.raises(SystemExit) as exc:
-        commands.main(list(argv))
-    return exc.value.code, capsys.readouterr()
 
 
 def test_size_prints_the_replicas_and_the_helm_command(capsys):
@@ -17,23 +12,23 @@ def test_size_prints_the_replicas_and_the_helm_command(capsys):
 
 
 def test_size_with_unknown_node_type_exits_2_naming_it(capsys):
-    code, io = run(capsys, "size", "--node-type", "c5.mega")
+    code, io = cli(capsys, "size", "--node-type", "c5.mega")
     assert code == 2
     assert "unknown node type 'c5.mega'" in io.err
 
 
 def test_size_with_bad_cpu_quantity_exits_2(capsys):
-    code, io = run(capsys, "size", "--node-type", "c5.large", "--worker-cpu", "lots")
+    code, io = cli(capsys, "size", "--node-type", "c5.large", "--worker-cpu", "lots")
     assert code == 2 and "CPU quantity 'lots'" in io.err
 
 
 def test_local_refuses_zero_workers(capsys):
-    code, io = run(capsys, "local", "--workers", "0")
+    code, io = cli(capsys, "local", "--workers", "0")
     assert code == 2 and "argument --workers: 0: give at least 1" in io.err
 
 
 def test_local_refuses_a_bad_run_time(capsys):
-    code, io = run(capsys, "local", "--run-time", "ten minutes")
+    code, io = cli(capsys, "local", "--run-time", "ten minutes")
     assert code == 2 and "argument --run-time: 'ten minutes' is not like" in io.err
 
 

@@ -1,27 +1,17 @@
 import json
 
 import pytest
+from helpers import write_run
 
-from loadtest import checks, commands, compare, report, runresult, verdict
+from loadtest import checks, commands, compare, report, verdict
 from loadtest.errors import UsageError
 from loadtest.knee import Step
 
 LIMITS = compare.Limits(max_rps_drop=0.05, max_p95_rise=0.10)
 
 
-def figures(rps, p95):
-    percentiles = {f: p95 / 2 for f in checks.language.PERCENTILES.values()}
-    percentiles[0.95] = p95
-    return {checks.AGGREGATED: checks.Figures(checks.AGGREGATED, requests=int(rps * 60), failures=3, rps=rps,
-                                              avg_ms=p95 / 3, max_ms=p95 * 4, percentiles_ms=percentiles)}
-
-
 def run(folder, rps=1000.0, p95=100.0, kind=verdict.HEALTHY, incomplete=None):
-    report_ = runresult.RunReport({"scenario": "keepalive_1kb", "target": "haproxy"}, started=1000.0, ended=1060.0,
-                                  figures=figures(rps, p95), verdict=verdict.Verdict(kind, "why"),
-                                  incomplete=incomplete)
-    runresult.write(report_, folder)
-    return folder
+    return write_run(folder, rps, p95, kind, incomplete, failures=3)
 
 
 def runs(tmp_path, base, cur, limits=LIMITS):

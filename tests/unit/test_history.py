@@ -2,19 +2,16 @@
 baseline a generator-bound or incomplete run cannot be, the comparison with it by compare's limits, and the page."""
 from __future__ import annotations
 
+import helpers
 import pytest
 
-from loadtest import checks, history, runresult, verdict
+from loadtest import history, verdict
 from loadtest.errors import UsageError
 
 
 def write_run(store, name: str, started: float, rps: float, p95: float, kind: str = verdict.HEALTHY,
               incomplete: str | None = None):
-    figures = {checks.AGGREGATED: checks.Figures(checks.AGGREGATED, int(rps * 10), 0, rps, p95 / 2, p95 * 3,
-                                                 {0.5: p95 / 2, 0.95: p95, 0.99: p95 * 2})}
-    report = runresult.RunReport({"scenario": "keepalive_1kb", "target": "backend"}, started, started + 10, figures,
-                                 [], verdict=verdict.Verdict(kind, "because"), incomplete=incomplete)
-    runresult.write(report, store / name)
+    helpers.write_run(store / name, rps, p95, kind, incomplete, started=started, seconds=10, target="backend")
 
 
 @pytest.fixture

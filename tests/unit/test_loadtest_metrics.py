@@ -111,8 +111,8 @@ def samples(environment, reports) -> dict[tuple, float]:
 
 def test_a_workers_cpu_clock_says_the_cores_it_used_since_the_last_reading():
     clock = loadtest_metrics.CpuClock()
-    deadline = time.monotonic() + 0.3
-    while time.monotonic() < deadline:  # busy: about a core, less on a crowded machine
+    busy_until = time.monotonic() + 0.3
+    while time.monotonic() < busy_until:  # burning CPU, not waiting: about a core, less on a crowded machine
         pass
     busy = clock.cores()
     time.sleep(0.3)

@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from helpers import cli
 
 from loadtest import calibration, commands, sweep
 from loadtest.runtime import prom, sweep_local
@@ -9,9 +10,8 @@ from loadtest.runtime.locustweb import LocustWeb
 
 
 def run(capsys, *argv):
-    with pytest.raises(SystemExit) as exc:
-        commands.main(["sweep", *argv])
-    return exc.value.code, capsys.readouterr().err
+    code, printed = cli(capsys, "sweep", *argv)
+    return code, printed.err
 
 
 @pytest.mark.parametrize("argv, message", [
