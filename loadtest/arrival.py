@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import verdict
 from .checks import language
 
 
@@ -44,7 +45,7 @@ class Figures:
     max_lag_ms: float | None = None  # the longest of those lags
 
     def late_share(self, cause: str) -> float:
-        return self.late_starts.get(cause, 0) / self.slots if self.slots else 0.0
+        return verdict.late_shares(self.late_starts, self.slots).get(cause, 0.0)
 
     @classmethod
     def read(cls, path: Path) -> Figures | None:
@@ -64,6 +65,5 @@ class Figures:
                 "loop": {"lagged_share": self.loop_lagged, "max_lag_ms": self.max_lag_ms}}
 
     def describe_late(self) -> str:
-        return (f"{self.late_share('cpu') + self.late_share('users'):.2%} of {self.slots:,} slots "
-                f"(no user free {self.late_share('users'):.2%}, worker woke late {self.late_share('cpu'):.2%})")
+        return verdict.describe_late_starts(verdict.late_shares(self.late_starts, self.slots), self.slots)
 

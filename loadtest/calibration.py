@@ -88,11 +88,6 @@ def figure(scenario: str, rps: float, worker_cores: float, failures: int, lower_
             "user_class": user_class or SCENARIOS[scenario].user_class, "lower_bound": lower_bound, **extra}
 
 
-def saturated(worker_cpu: float) -> bool:
-    """A worker this busy gave what a core gives; a less busy one was held back by the target (a lower bound)."""
-    return worker_cpu >= verdict.SATURATED_CPU * 0.9
-
-
 def from_sweep(path: Path) -> tuple[str, dict]:
     """(scenario, figure) from a sweep's report: the step where the workers were busiest, RPS over the cores all
     workers used. A sweep on a release measures the worker nodes' own CPUs, as the planner wants."""
@@ -110,8 +105,9 @@ def from_sweep(path: Path) -> tuple[str, dict]:
         if not best:
             raise CalibrationError(f"--from-sweep {path}: no step has the workers' CPU and requests measured")
         return scenario, figure(scenario, best["rps"], best["worker_cpu_cores"], best["failures"],
-                                not saturated(best["worker_cpu_max"]), source=f"sweep {file}, step {best['step']} "
-                                f"({where}, {conditions.get('date', 'undated')})")
+                                not verdict.gave_its_core(best["worker_cpu_max"]),
+                                source=f"sweep {file}, step {best['step']} "
+                                       f"({where}, {conditions.get('date', 'undated')})")
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         if isinstance(e, CalibrationError):
             raise

@@ -14,8 +14,8 @@ from .errors import UsageError
 language = paths.pod_module("loadtest_checks")
 
 Check, Figures, Outcome = language.Check, language.Figures, language.Outcome
-PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED, INTERRUPTED = (
-    language.PASSED, language.CHECK_FAILED, language.BAD_INPUT, language.GENERATOR_BOUND, language.RUN_FAILED,
+PASSED, CHECK_FAILED, BAD_INPUT, INVALID, RUN_FAILED, INTERRUPTED = (
+    language.PASSED, language.CHECK_FAILED, language.BAD_INPUT, language.INVALID, language.RUN_FAILED,
     language.INTERRUPTED)
 EXIT_CODES, AGGREGATED, PATTERN = language.EXIT_CODES, language.AGGREGATED, language.PATTERN
 from_entries, judge, exit_code, show = language.from_entries, language.judge, language.exit_code, language.show

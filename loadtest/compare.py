@@ -39,7 +39,7 @@ class Comparison:
     @property
     def exit_code(self) -> int:
         if self.invalid:
-            return checks.GENERATOR_BOUND
+            return checks.INVALID
         return checks.CHECK_FAILED if self.regressed else checks.PASSED
 
 
@@ -133,7 +133,7 @@ def _show(value: float | None) -> str:
 def markdown(c: Comparison) -> str:
     code = c.exit_code
     head = {checks.PASSED: "no regression", checks.CHECK_FAILED: "REGRESSION",
-            checks.GENERATOR_BOUND: "INVALID comparison"}[code]
+            checks.INVALID: "INVALID comparison"}[code]
     lines = [f"# Load test comparison ({c.kind}s): {head}", "",
              f"baseline `{c.baseline}`, current `{c.current}`", ""]
     if c.invalid:

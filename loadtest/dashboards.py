@@ -28,7 +28,7 @@ from grafana_foundation_sdk.models.dashboard import (
     VariableRefresh, VariableSort,
 )
 
-from . import generated, paths, rules
+from . import generated, paths, rules, verdict
 
 FOLDER = paths.DASHBOARDS
 TAG = "loadtest"
@@ -55,9 +55,7 @@ def rule(name: str) -> str:
     return name
 
 
-SATURATED = rules.threshold(rule("loadtest:cpu_saturation:threshold"))
-THROTTLED = rules.threshold(rule("loadtest:cpu_throttling:threshold"))
-LATE = rules.threshold(rule("loadtest:late_starts:threshold"))
+SATURATED, THROTTLED, LATE = verdict.SATURATED_CPU, verdict.THROTTLED, verdict.LATE_STARTS
 
 
 def query(expr: str, legend: str = "") -> prometheus.Dataquery:
@@ -214,10 +212,10 @@ def overview() -> dashboard.Dashboard:
                 "s", width=8))
             .with_panel(graph(
                 "Late starts",
-                f"Open model only: share of the send slots started more than 10 ms late, over the last minute. cpu: "
-                f"a user was free but its worker woke late, the worker's CPU is at its ceiling; at the dashed line "
-                f"({LATE:.0%}) the generator, not the target, is the limit: add workers. users: no user was free, "
-                f"the pool is too small for the target's latency.", [
+                f"Open model only: share of the send slots started more than {verdict.LATE_MS} ms late, over the last "
+                f"minute. cpu: a user was free but its worker woke late, the worker's CPU is at its ceiling; at the "
+                f"dashed line ({LATE:.0%}) the generator, not the target, is the limit: add workers. users: no user "
+                f"was free, the pool is too small for the target's latency.", [
                     query(f'{rule("loadtest:late_starts:share1m")}{{{RELEASE}}}', "cpu"),
                     query(f'{rule("loadtest:late_starts_users:share1m")}{{{RELEASE}}}', "users")],
                 "percentunit", width=8, red_from=LATE))

@@ -44,7 +44,7 @@ class Run:
 
     @property
     def generator_bound(self) -> bool:
-        return self.exit_code == checks.GENERATOR_BOUND
+        return self.exit_code == checks.INVALID
 
     @property
     def can_be_baseline(self) -> str | None:

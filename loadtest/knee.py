@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import arrival, rules
+from . import arrival, verdict
 
 # RPS that grows by less than this share while the offered load grows is flat.
 FLAT_RPS_GAIN = 0.05
@@ -20,7 +20,7 @@ FLAT_RPS_GAIN = 0.05
 LATENCY_GROWTH = 0.25
 # A step failing more requests than this share is past the target's capacity, whatever its RPS (failures count in
 # it, and fast errors inflate it); the alerts' threshold.
-FAILURE_RATIO = rules.threshold("loadtest:failure_ratio:threshold")
+FAILURE_RATIO = verdict.FAILURE_RATIO
 
 
 @dataclass(frozen=True)

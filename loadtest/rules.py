@@ -1,7 +1,7 @@
-"""The saturation rules (the monitoring chart's rules/loadtest.rules.yaml): where they are and what they set.
+"""The saturation rules (the monitoring chart's rules/loadtest.rules.yaml): where they are and what they record.
 
-That file is the one source of the thresholds and of the verdict's logic: Prometheus evaluates it in the chart and in
-the tests, the dashboards draw its series, and `loadtest local` (loadtest/verdict.py) takes its thresholds from here.
+Prometheus evaluates them in the chart and in the tests, and the dashboards draw their series. Their thresholds are
+the verdict's (plugin/loadtest_verdict.py), written into the file by `loadtest values` (with_thresholds).
 """
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ import re
 
 import yaml
 
-from . import paths
+from . import paths, verdict
 
 RULES_FILE = paths.RULES_FILE
-# A threshold is a recording rule of a constant: `expr: vector(0.9)`.
-CONSTANT = re.compile(r"vector\(\s*([0-9.]+)\s*\)")
 
 
 @functools.cache
@@ -28,12 +26,13 @@ def recorded() -> list[str]:
     return list(dict.fromkeys(rule["record"] for rule in rules() if "record" in rule))
 
 
-def threshold(record: str) -> float:
-    """The value of a threshold rule, e.g. threshold("loadtest:cpu_saturation:threshold") == 0.9."""
-    for rule in rules():
-        if rule.get("record") == record:
-            constant = CONSTANT.fullmatch(rule["expr"].strip())
-            if not constant:
-                raise ValueError(f"{record} in {RULES_FILE} is not a constant like vector(0.9)")
-            return float(constant.group(1))
-    raise KeyError(f"{RULES_FILE} has no recording rule {record}")
+def with_thresholds(text: str) -> str:
+    """The rules file's text with each threshold's constant (`expr: vector(0.9)` of its recording rule) written from
+    the verdict's THRESHOLDS (plugin/loadtest_verdict.py): Prometheus judges by the numbers every other path does."""
+    for record, value in verdict.THRESHOLDS.items():
+        text, found = re.subn(rf"(- record: {re.escape(record)}\n\s+expr: vector\()[^)]*(\))", rf"\g<1>{value:g}\g<2>",
+                              text)
+        if found != 1:
+            raise ValueError(f"{RULES_FILE} has no threshold rule {record} written as `- record:` then "
+                             "`expr: vector(…)`")
+    return text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from .. import calibration
+from .. import calibration, verdict
 from . import localrun
 
 USERS_PER_WORKER = 50
@@ -20,5 +20,5 @@ def measure(scenario: str, run_time_s: int, test: localrun.OwnTest | None = None
     cpu = result.worker_cpu[0] if result.worker_cpu else 0.0
     own = {} if test is None else {"user_class": ", ".join(test.user_classes), "locustfile": str(test.locustfile),
                                    "response_bytes": round(result.response_bytes)}
-    return calibration.figure(result.scenario, result.rps, cpu, result.failures, not calibration.saturated(cpu),
+    return calibration.figure(result.scenario, result.rps, cpu, result.failures, not verdict.gave_its_core(cpu),
                               **own)

@@ -141,9 +141,8 @@ def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float
     late = {cause: counted(f'sum(locust_worker_late_starts_total{{{sel}, cause="{cause}"}})')
             for cause in ("users", "cpu")}
     service_p99 = prometheus.scalar(f'avg_over_time(locust_service_time_seconds{{{sel}, quantile="0.99"}}[{r}])', end)
-    return {"offered_rps": offered, "slots": slots,
-            "late_users_share": late["users"] / slots if slots > 0 else 0.0,
-            "late_cpu_share": late["cpu"] / slots if slots > 0 else 0.0,
+    shares = verdict.late_shares(late, slots)
+    return {"offered_rps": offered, "slots": slots, "late_users_share": shares["users"], "late_cpu_share": shares["cpu"],
             "service_p99_ms": None if service_p99 is None else 1000 * service_p99}
 
 
@@ -240,8 +239,7 @@ class Sweeper:
         late = ""
         if a:
             late = (f" of {a['offered_rps']:,g} offered ({f['rps'] / a['offered_rps']:.1%}), late starts "
-                    f"{a['late_users_share'] + a['late_cpu_share']:.2%} (no user free {a['late_users_share']:.2%}, "
-                    f"worker woke late {a['late_cpu_share']:.2%})")
+                    + verdict.describe_late_starts({"users": a["late_users_share"], "cpu": a["late_cpu_share"]}))
         self.progress(f"{of} done: {f['rps']:,.0f} RPS{late}, p95 {f['p95_ms']:.1f} ms, p99 {f['p99_ms']:.1f} ms, "
                       f"failures {step.failure_ratio:.2%}, busiest worker {busiest:.0%}"
                       + ("" if target_cores is None else f", target {target_cores:.2f} core(s)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import arrival, verdict
+from loadtest import arrival
 
 MASTER, WORKER = "lt-locust-master", "lt-locust-worker"
 AUTOSTART = ("--set", "locust.mode=autostart")
@@ -106,7 +106,3 @@ def test_the_pool_is_the_one_the_cli_sizes(helm):
                                "--set", f"locust.worker.replicas={replicas}")
         assert users(rendered) == [f"--users={arrival.pool_size(rate, replicas)}"]
 
-
-def test_a_judged_run_is_told_the_late_starts_threshold_of_the_rules(helm):
-    rendered = helm.render(None, *RUN, "--set", "locust.load.arrivalRate=500")
-    assert env(rendered, "Job", MASTER)["LOADTEST_LATE_STARTS"] == f"{verdict.LATE_STARTS:g}"

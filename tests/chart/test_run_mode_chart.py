@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import verdict
-
 RUN = ("--set", "locust.mode=run", "--set", "locust.autostart.runTime=2m", "--set", "locust.worker.replicas=3",
        "--set-json", 'locust.checks=["p95<200ms", "p99[GET /x]<=1s", "fail_ratio<1%", "rps>=100"]')
 
@@ -24,8 +22,8 @@ def test_master_is_a_job_that_runs_once_and_judges_the_checks(helm):
         assert arg in master["args"]
     env = {e["name"]: e.get("value") for e in master["env"]}
     assert env["LOADTEST_CHECKS"].splitlines() == ["p95<200ms", "p99[GET /x]<=1s", "fail_ratio<1%", "rps>=100"]
-    assert float(env["LOADTEST_CPU_SATURATION"]) == verdict.SATURATED_CPU
-    assert float(env["LOADTEST_SATURATED_SHARE"]) == verdict.SATURATED_SHARE
+    # The thresholds are the verdict module's own (plugin/loadtest_verdict.py), in the pod as on a laptop.
+    assert not any(name.startswith(("LOADTEST_CPU_", "LOADTEST_SATURATED", "LOADTEST_LATE")) for name in env), env
     assert not rendered.of_kind("Deployment") or all(
         d["metadata"]["name"] not in ("lt-locust-master", "lt-locust-worker") for d in rendered.of_kind("Deployment"))
 

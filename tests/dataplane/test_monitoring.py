@@ -192,7 +192,7 @@ def test_starved_workers_give_the_generator_bound_verdict(starved_run):
     at = starved_run.verdict_at
     assert starved_run.prometheus.verdicts(at) == ["generator-bound"]
     saturation = starved_run.prometheus.query("loadtest:worker_cpu_saturation:ratio", at)
-    threshold = rules.threshold("loadtest:cpu_saturation:threshold")
+    threshold = verdict.THRESHOLDS["loadtest:cpu_saturation:threshold"]
     # The verdict follows the busiest worker; a starved worker's own CPU reading may dip just below the line.
     assert saturation and max(float(s["value"][1]) for s in saturation) >= threshold, saturation
     # `loadtest local` judges with the same threshold: the same figures give it the same verdict.
@@ -220,7 +220,7 @@ def test_a_target_bottleneck_is_not_generator_bound(target_bound_run):
     seen = {v for t in range(int(run.verdict_at), int(end) + 1) for v in prometheus.verdicts(t)}
     assert seen == {"healthy"}, seen
     saturation = prometheus.query("max(loadtest:worker_cpu_saturation:ratio)", end)
-    assert float(saturation[0]["value"][1]) < rules.threshold("loadtest:cpu_saturation:threshold")
+    assert float(saturation[0]["value"][1]) < verdict.THRESHOLDS["loadtest:cpu_saturation:threshold"]
     # Locally no cAdvisor measures the target's CPU, so the local verdict cannot say target-bound for nginx.
 
 

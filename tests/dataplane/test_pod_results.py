@@ -17,7 +17,7 @@ import csv
 
 import yaml
 
-from loadtest import checks, paths, runresult, scenarios, verdict
+from loadtest import checks, paths, runresult, scenarios
 from loadtest.runtime import sweep_local
 from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes, free_port
@@ -31,8 +31,7 @@ def pod_run(store, run, url, users, wait_s, run_time_s=4, kill_after_s=None, env
     """One judged run as the chart's master runs it, its folder <store>/<run>. Killed with SIGKILL after
     `kill_after_s` when given (a crash); returns the master's exit code."""
     folder = store / run
-    env = {**(env or {}), "LOADTEST_CHECKS": "fail_ratio<1%", "LOADTEST_CPU_SATURATION": f"{verdict.SATURATED_CPU:g}",
-           "LOADTEST_SATURATED_SHARE": f"{verdict.SATURATED_SHARE:g}", RESET_STATS_ENV: "true",
+    env = {**(env or {}), "LOADTEST_CHECKS": "fail_ratio<1%", RESET_STATS_ENV: "true",
            "LOADTEST_WAIT": f"{wait_s:g}", "LOADTEST_RESULTS_DIR": str(store), "LOADTEST_RUN_NAME": run}
     with Processes(store.parent / f"logs-{run}") as procs:
         locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env=env)

@@ -62,7 +62,7 @@ def test_a_generator_bound_run_makes_the_comparison_invalid(tmp_path, side):
     sides = {"base": {"rps": 1000.0}, "cur": {"rps": 500.0}}  # a regression, were it readable
     sides[side]["kind"] = verdict.GENERATOR_BOUND
     c = runs(tmp_path, sides["base"], sides["cur"])
-    assert c.regressed and c.exit_code == checks.GENERATOR_BOUND == 3
+    assert c.regressed and c.exit_code == checks.INVALID == 3
     assert c.invalid.startswith(f"the {'baseline' if side == 'base' else 'current'} run was generator-bound")
     text = compare.markdown(c)
     assert text.startswith("# Load test comparison (runs): INVALID comparison")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from loadtest import commands, dashboards, rules
+from loadtest import commands, dashboards, rules, verdict
 
 BOARDS = {path.stem: json.loads(path.read_text()) for path in sorted(dashboards.FOLDER.glob("*.json"))}
 
@@ -57,7 +57,7 @@ def test_verdict_panel_shows_the_verdict_rule():
 
 
 def test_saturation_lines_are_the_rules_thresholds():
-    saturated = rules.threshold("loadtest:cpu_saturation:threshold")
+    saturated = verdict.THRESHOLDS["loadtest:cpu_saturation:threshold"]
     lines = [step["value"] for board in BOARDS.values() for panel in board["panels"]
              if "share of its ceiling" in panel["title"]
              for step in panel["fieldConfig"]["defaults"]["thresholds"]["steps"] if step["value"] is not None]
@@ -90,4 +90,4 @@ def test_open_model_panels_show_offered_latency_and_late_starts():
     assert [q.split("{")[0] for q in queries["Late starts"]] == ["loadtest:late_starts:share1m",
                                                                  "loadtest:late_starts_users:share1m"]
     steps = panels["Late starts"]["fieldConfig"]["defaults"]["thresholds"]["steps"]
-    assert [s["value"] for s in steps if s["value"] is not None] == [rules.threshold("loadtest:late_starts:threshold")]
+    assert [s["value"] for s in steps if s["value"] is not None] == [verdict.LATE_STARTS]

@@ -57,6 +57,22 @@ def test_cgroup_v1_takes_the_smallest_quota_of_the_group_and_its_parents(tmp_pat
     assert loadtest_metrics.cpu_limit_cores(proc) == 0.2
 
 
+def test_a_worker_measures_its_own_throttling_as_cadvisor_does(tmp_path):
+    """cpu.stat's nr_throttled of nr_periods since the last reading (cgroup v2 here; v1's cpu controller has the
+    same counters): the signal the rules read from cAdvisor, for the judged master that has no cAdvisor."""
+    mount = tmp_path / "cg"
+    mount.mkdir()
+    stat = mount / "cpu.stat"
+    stat.write_text("usage_usec 100\nnr_periods 100\nnr_throttled 10\nthrottled_usec 5\n")
+    proc = fake_proc(tmp_path, "0::/\n", [f"/ {mount} rw - cgroup2 cgroup2 rw"])
+    clock = loadtest_metrics.ThrottleClock(proc)
+    stat.write_text("usage_usec 900\nnr_periods 300\nnr_throttled 160\nthrottled_usec 50\n")
+    assert clock.share() == 0.75
+    assert clock.share() is None  # no period passed: no quota, or no time
+    stat.unlink()
+    assert clock.share() is None
+
+
 def test_unreadable_cgroups_mean_no_limit(tmp_path):
     assert loadtest_metrics.cpu_limit_cores(tmp_path / "no-proc") is None
 

@@ -1,4 +1,4 @@
-from loadtest import verdict
+from loadtest import rules, verdict
 from loadtest.verdict import Sample, Window
 
 
@@ -22,6 +22,12 @@ def test_nothing_saturated_is_healthy():
 
 def test_unknown_target_cpu_never_claims_target_bound():
     assert judge(Sample(worker_cpu=(0.5,))).kind == verdict.HEALTHY
+
+
+def test_a_window_that_does_not_watch_the_target_never_calls_it_healthy():
+    """The chart's master sees only its workers."""
+    v = verdict.judge(Window.of([Sample(worker_cpu=(0.5,))], target_watched=False))
+    assert v.kind == verdict.NOT_GENERATOR_BOUND and "does not see the target's CPU" in v.reason
 
 
 def test_a_saturated_shared_machine_makes_the_result_generator_bound():
@@ -73,3 +79,9 @@ def test_the_window_figures_are_each_workers_mean():
     window = Window.of([Sample(worker_cpu=(0.2, 0.9)), Sample(worker_cpu=(0.4, 0.7))])
     assert window.samples == 2 and round(window.busiest_worker, 3) == 0.8
     assert window.generator_share == 0.5
+
+
+def test_the_rules_file_holds_the_verdicts_thresholds():
+    """Prometheus judges by the same numbers: `loadtest values` writes them into the rules file."""
+    written = {rule["record"]: rule["expr"] for rule in rules.rules() if rule.get("record", "").endswith(":threshold")}
+    assert written == {record: f"vector({value:g})" for record, value in verdict.THRESHOLDS.items()}

@@ -21,7 +21,7 @@ A request started more than LATE_S after its slot is a late start, counted per w
 The users' process also probes its own event loop: a greenlet that sleeps LOOP_PROBE_S and counts the wake-ups more
 than LATE_S late. A loop lagging in most of its probes cannot keep the schedule whatever its CPU figure says (a
 worker starved of CPU by its limit or its neighbours); a few lagging probes are a stall of the loop, and its late
-starts are named so, not blamed on CPU (the master's judgement, loadtest_results.generator_limit).
+starts are named so, not blamed on CPU (the verdict, loadtest_verdict.generator_limit).
 
 Every User class loaded gets the schedule in place of its wait_time (and before its first task). A TaskSet with a
 wait_time of its own would send on its own clock, not the rate's: the process refuses to start, naming it. Metrics (on the master, through loadtest_metrics):
@@ -48,13 +48,13 @@ from locust import TaskSet, events
 from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import RequestStats, StatsEntry
 
+import loadtest_verdict
+
 RATE_ENV = "LOADTEST_ARRIVAL_RATE"
 FILE_ENV = "LOADTEST_ARRIVAL_FILE"
 SHARE_MESSAGE = "loadtest_arrival_share"
 REPORT_KEY = "loadtest_arrival"
-# A request started later than this after its slot is a late start (a wrk2-style generator holds ~1 ms; a Python
-# worker's event loop routinely wakes a few ms late without being saturated).
-LATE_S = 0.010
+LATE_S = loadtest_verdict.LATE_S  # a request started later than this after its slot is a late start
 QUANTILES = (0.5, 0.95, 0.99, 0.999)
 CAUSES = ("users", "cpu")
 # How often the users' process probes its event loop (a lag above LATE_S is a lagging probe).
@@ -190,7 +190,7 @@ class Totals:
         slots, late = self.run_slots, self.run_late
         return {
             "offered_rps": self.rate, "slots": slots, "late_starts": late,
-            "late_share": {cause: late[cause] / slots if slots else 0.0 for cause in CAUSES},
+            "late_share": loadtest_verdict.late_shares(late, slots),
             "service_time_ms": {f"{q:g}": self.service.get_response_time_percentile(q) if self.service.num_requests
                                 else None for q in QUANTILES},
             "loop": {**self.run_loop, "lagged_share": self.loop_lagged()},

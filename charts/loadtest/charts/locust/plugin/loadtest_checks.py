@@ -20,8 +20,9 @@ import re
 from dataclasses import dataclass
 
 import loadtest_units
+import loadtest_verdict
 
-PASSED, CHECK_FAILED, BAD_INPUT, GENERATOR_BOUND, RUN_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
+PASSED, CHECK_FAILED, BAD_INPUT, INVALID, RUN_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ EXIT_CODES = {
     BAD_INPUT: ExitCode(
         "bad input (an option, a value, a check): nothing ran",
         "Or a program is not installed. The message names the option or value and the fix, or the set-up step."),
-    GENERATOR_BOUND: ExitCode(
+    INVALID: ExitCode(
         "invalid: the load generator, not the target, was the limit; the figures are not the target's",
         "Never record them as the service's capacity: add workers or cores and run again."),
     RUN_FAILED: ExitCode(
@@ -65,9 +66,9 @@ PARTS = re.compile(r"^(?P<metric>[a-z_]+[0-9.]*)(?:\[(?P<name>[^\[\]]+)\])?\s*(?
                    r"(?P<number>[0-9.]+)\s*(?P<unit>[a-z%]*)$")
 EXAMPLES = "p95<200ms, p99[/checkout]<=1s, fail_ratio<1%, rps>=5000"
 # The open model (an arrival rate): a run sent its offered rate when its requests per second came within this share
-# of it. Below it the run measured a smaller load than it was asked to, and never passes (the implicit check of
-# rate_check); the arrival-rate sweep's knee is the first rate not held (loadtest.arrival, loadtest.knee).
-ACHIEVED_SHARE = 0.99
+# of it (the verdict's threshold). Below it the run measured a smaller load than it was asked to, and never passes
+# (the implicit check of rate_check); the arrival-rate sweep's knee is the first rate not held.
+ACHIEVED_SHARE = loadtest_verdict.ACHIEVED_SHARE
 
 
 class CheckError(ValueError):
@@ -243,7 +244,7 @@ def exit_code(outcomes: list[Outcome], generator_bound: bool, requests: int) -> 
     """Generator-bound wins over the checks: neither a pass nor a failure of the target can be read from it. A run
     without a single request judged nothing: it failed as a run, checks or none."""
     if generator_bound:
-        return GENERATOR_BOUND
+        return INVALID
     if not requests:
         return RUN_FAILED
     return PASSED if all(o.passed for o in outcomes) else CHECK_FAILED

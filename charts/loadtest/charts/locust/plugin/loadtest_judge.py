@@ -1,18 +1,17 @@
 """The master's judgement of a run it ends itself (the chart's `locust.mode: run`): the checks in LOADTEST_CHECKS
-(loadtest_checks' syntax), and whether the generator was the limit, set as Locust's exit code.
+(loadtest_checks' syntax), and the verdict (loadtest_verdict, the one every path judges by), set as Locust's exit
+code.
 
 Importing this module registers it (loadtest_lib imports it, so every scenario and loadtest_plugin do). It does
 nothing unless LOADTEST_CHECKS is set (empty: no checks, the generator is still judged). Only the steady window is
 judged, as everywhere in loadtest: the chart sets LOCUST_RESET_STATS, so Locust's statistics (the checks' figures)
-start once every user runs, and a worker's CPU is sampled only while every user runs. The generator was the limit
-when a worker was at LOADTEST_CPU_SATURATION of its ceiling (its CPU limit, or one core: a worker is one process) in
-at least LOADTEST_SATURATED_SHARE of its samples; the chart sets both from the saturation rules, the one place they
-are kept. Each worker's CPU (what it used since its previous report, every 3 s) and its limit are what
-loadtest_metrics adds to the worker's reports. In the open model (loadtest_arrival) the generator was the limit too
-when its workers started at least LOADTEST_LATE_STARTS of the requests late with a worker's CPU saturated in a
-sample (the evidence that CPU was why), or when their event loop lagged in at least LOADTEST_SATURATED_SHARE of its
-probes (loadtest_results.generator_limit); and the run is held to its offered rate beside its checks
-(loadtest_checks.rate_check): one that sent less never passes.
+start once every user runs, and a worker's CPU is sampled only while every user runs. The samples are the workers'
+reports (every 3 s, each with the CPU the worker used since its previous one and its limit, which loadtest_metrics
+adds), one sample per round of reports, so that a sample says whether any worker was saturated then, as a local
+run's sample a second does. In the open model (loadtest_arrival) the late starts, the event loop's lag and the rate
+sent join them; the run is held to its offered rate beside its checks (loadtest_checks.rate_check): one that sent
+less never passes. The master does not see the target's CPU: where nothing says the generator was the limit, its
+verdict is "not generator-bound" (the release's Prometheus judges both sides).
 """
 from __future__ import annotations
 
@@ -32,12 +31,10 @@ import loadtest_checks
 import loadtest_prometheus
 import loadtest_results as results
 import loadtest_s3
+import loadtest_verdict
 from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries the CPU limit
 
 CHECKS_ENV = "LOADTEST_CHECKS"
-SATURATION_ENV = "LOADTEST_CPU_SATURATION"
-SHARE_ENV = "LOADTEST_SATURATED_SHARE"
-LATE_STARTS_ENV = "LOADTEST_LATE_STARTS"
 # The store the chart mounts (a PVC, or a folder the master uploads to S3) and the run's name (its Job's), which make
 # the run's folder: <store>/<run>, where Locust writes its CSV, JSON and HTML report too.
 RESULTS_DIR_ENV = "LOADTEST_RESULTS_DIR"
@@ -57,39 +54,57 @@ PROMETHEUS_URL_ENV = "LOADTEST_PROMETHEUS_URL"
 SCRAPE_INTERVAL_ENV = "LOADTEST_SCRAPE_INTERVAL_S"
 RELEASE_ENV = "LOADTEST_RELEASE"
 CRASHED = "the master ended before the run did (it crashed, or was stopped)"
-NOT_GENERATOR_BOUND = "not generator-bound"  # what a pod can say: the target's CPU is Prometheus' to judge
 
 logger = logging.getLogger(__name__)
 
 
 class WorkerCpu:
-    """Each worker's CPU as a share of its ceiling, from its reports while the swarm runs. A report says what the
-    worker used since its previous one: samples start a report interval into the run, when every figure is of it."""
+    """The steady window's samples: each worker's CPU as a share of its ceiling, from its reports while the swarm
+    runs, one sample per round of reports (a report interval). A report says what the worker used since its previous
+    one: samples start a report interval into the run, when every figure is of it."""
 
     def __init__(self, runner: MasterRunner):
         self.runner = runner
-        self.samples: dict[str, list[float]] = {}
+        self.rounds: dict[int, dict[str, tuple[float, float | None]]] = {}
         self.running_since: float | None = None
 
-    def add(self, client_id: str, data: dict) -> None:
+    def add(self, client_id: str, data: dict, now: float | None = None) -> None:
+        """A worker's report (Locust's worker_report event), received at `now` (monotonic; by default, now)."""
         if self.runner.state != STATE_RUNNING:
             self.running_since = None
             return
-        now = time.monotonic()
-        self.running_since = self.running_since or now
+        now = time.monotonic() if now is None else now
+        if self.running_since is None:
+            self.running_since = now
         facts = data.get(REPORT_KEY) or {}
         if facts.get("cpu_cores") is None or now - self.running_since < WORKER_REPORT_INTERVAL:
             return
         limit = facts.get("cpu_limit_cores") or 1.0
-        self.samples.setdefault(client_id, []).append(facts["cpu_cores"] / min(limit, 1.0))
+        round_ = int((now - self.running_since) // WORKER_REPORT_INTERVAL)
+        self.rounds.setdefault(round_, {})[client_id] = (facts["cpu_cores"] / min(limit, 1.0),
+                                                         facts.get("cpu_throttled"))
 
-    def busiest(self) -> float | None:
-        """The highest mean of any worker; None when the run was too short to measure one."""
-        return max((sum(s) / len(s) for s in self.samples.values() if s), default=None)
+    def samples(self) -> list[loadtest_verdict.Sample]:
+        """One sample per round: each worker's CPU share, and the most throttled worker's share of CFS periods."""
+        samples = []
+        for _, workers in sorted(self.rounds.items()):
+            throttled = [t for _, t in workers.values() if t is not None]
+            samples.append(loadtest_verdict.Sample(worker_cpu={w: cpu for w, (cpu, _) in workers.items()},
+                                                   worker_throttling=max(throttled) if throttled else None))
+        return samples
 
-    def saturated_share(self, threshold: float) -> float | None:
-        """The highest share of any worker's samples at `threshold` or above; None when none was measured."""
-        return max((sum(c >= threshold for c in s) / len(s) for s in self.samples.values() if s), default=None)
+
+def steady_window(cpu: WorkerCpu, arrival, figures: dict) -> loadtest_verdict.Window:
+    """The steady window the verdict judges: the workers' samples and, in the open model, its late starts, its event
+    loop's lag and the share of the offered rate sent. The target's CPU is not the master's to see."""
+    if not arrival:
+        return loadtest_verdict.Window.of(cpu.samples(), target_watched=False)
+    totals = arrival.to_json()
+    return loadtest_verdict.Window.of(
+        cpu.samples(), late_starts=totals["late_share"]["cpu"], late_users=totals["late_share"]["users"],
+        loop_lagged=arrival.loop_lagged(), max_lag_ms=totals["loop"]["max_lag_ms"],
+        achieved=figures[loadtest_checks.AGGREGATED].rps / arrival.rate if arrival.rate else None,
+        target_watched=False)
 
 
 def results_folder() -> str | None:
@@ -186,20 +201,6 @@ def conditions(environment) -> dict[str, str]:
     return facts
 
 
-def why(busiest: float | None, hot: float | None, cause: str | None, late: str = "") -> str:
-    """The verdict's reason: the workers' CPU, and in the open model what the late starts and the loop say."""
-    if busiest is None:
-        said = f"no worker CPU measured: the run was shorter than {WORKER_REPORT_INTERVAL:.0f} s"
-    else:
-        said = (f"busiest worker at {busiest:.0%} of its CPU ceiling on average, saturated in {hot:.0%} of the "
-                "steady window")
-    if cause == results.LOOP:
-        said += "; the workers' event loop could not keep the schedule"
-    if cause:
-        said += ": the RPS is the generator's ceiling"
-    return said + (f"; {late}" if late else "")
-
-
 @events.init.add_listener
 def _register(environment, **_):
     if CHECKS_ENV not in os.environ or not isinstance(environment.runner, MasterRunner):
@@ -207,16 +208,8 @@ def _register(environment, **_):
     text = os.environ[CHECKS_ENV]
     try:
         checks = loadtest_checks.parse_all([text])
-        saturated, share = float(os.environ[SATURATION_ENV]), float(os.environ[SHARE_ENV])
-        late_max = float(os.environ[LATE_STARTS_ENV]) if loadtest_arrival.totals else None
     except loadtest_checks.CheckError as e:
         logger.error("%s: %s", CHECKS_ENV, e)
-        raise SystemExit(loadtest_checks.BAD_INPUT) from None
-    except (KeyError, ValueError):
-        logger.error("%s needs %s, the share of a worker's CPU at which it is saturated (e.g. 0.9), and %s, the "
-                     "share of the steady window's samples in which a saturated worker was the limit (e.g. 0.5), and in "
-                     "the open model %s, the share of requests started late at which the generator was the limit "
-                     "(e.g. 0.01)", CHECKS_ENV, SATURATION_ENV, SHARE_ENV, LATE_STARTS_ENV)
         raise SystemExit(loadtest_checks.BAD_INPUT) from None
     cpu = WorkerCpu(environment.runner)
     environment.events.worker_report.add_listener(cpu.add)
@@ -261,38 +254,18 @@ def _register(environment, **_):
                                          figures)
         for outcome in outcomes:
             logger.info("check %s", outcome.describe())
-        busiest, hot = cpu.busiest(), cpu.saturated_share(saturated)
-        late_cpu = loop = lagged = None
-        if late_max is not None:
-            totals = arrival.to_json()
-            late_cpu, lagged, loop = totals["late_share"]["cpu"], arrival.loop_lagged(), totals["loop"]
-            logger.info("open model: %.2f%% of the requests started late with a user free; the event loop lagged "
-                        "in %s of its probes (at most %.0f ms)", late_cpu * 100,
-                        "none" if lagged is None else f"{lagged:.1%}", loop["max_lag_ms"])
-        cause = results.generator_limit(hot, share, late_cpu, late_max or 0.0, lagged)
-        bound = cause is not None
-        late = ""
-        if late_cpu is not None and late_cpu >= late_max and cause is None:
-            late = results.loop_stalls(late_cpu, lagged, loop["max_lag_ms"])
-            logger.info("open model: %s", late)
+        window = steady_window(cpu, arrival, figures)
+        verdict = loadtest_verdict.judge(window)
+        bound = verdict.kind == loadtest_verdict.GENERATOR_BOUND
+        logger.info("verdict %s: %s", verdict.kind, verdict.reason)
         code = loadtest_checks.exit_code(outcomes, bound, figures[loadtest_checks.AGGREGATED].requests)
-        if busiest is None:
-            logger.warning("no worker CPU measured: the run was shorter than %d s%s", WORKER_REPORT_INTERVAL,
-                           "; the rate was not sent, and whether the generator held it back is not known"
-                           if arrival and not bound and not outcomes[-1].passed else "")
-        else:
-            logger.info("busiest worker at %.0f%% of its CPU ceiling on average, saturated in %.0f%% of the steady "
-                        "window%s", busiest * 100, hot * 100, " (generator-bound)" if bound else "")
-        if cause == results.LOOP:
-            logger.info("the workers' event loop lagged in %.0f%% of its probes: it could not keep the schedule "
-                        "(generator-bound)", lagged * 100)
         if folder:
             write_series(folder, started, time.time())
             report = results.RunReport(
                 conditions(environment), started, time.time(), figures, outcomes,
-                verdict=results.Verdict(results.GENERATOR_BOUND if bound else NOT_GENERATOR_BOUND,
-                                        why(busiest, hot, cause, late)),
-                cpu={"busiest_worker": busiest, "generator_saturated_share": hot},
+                verdict=verdict,
+                cpu={"busiest_worker": window.busiest_worker if window.samples else None,
+                     "generator_saturated_share": window.generator_share, "steady_samples": window.samples},
                 window={"start": steady[0], "end": steady[1] or time.time(),
                         "seconds": round((steady[1] or time.time()) - steady[0], 1) if steady[0] else 0.0},
                 judged="every user running, before the stop (Locust reset its statistics when the last user started)")

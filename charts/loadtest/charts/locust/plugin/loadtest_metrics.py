@@ -132,6 +132,41 @@ def cpu_limit_cores(proc: Path = Path("/proc/self")) -> float | None:
     return min(limits, default=None)
 
 
+def cpu_throttle_counts(proc: Path = Path("/proc/self")) -> tuple[int, int] | None:
+    """(CFS periods, periods throttled) of this process's cgroup, from its cpu.stat (cgroup v1's cpu controller or
+    v2): the counters cAdvisor reads for a container. None where none is readable."""
+    try:
+        hierarchies = cgroup_cpu_dirs(proc)
+    except (OSError, ValueError):
+        return None
+    for folder, _mount, _version in hierarchies:
+        try:
+            stat = dict(line.split()[:2] for line in (folder / "cpu.stat").read_text().splitlines() if line.strip())
+            return int(stat["nr_periods"]), int(stat["nr_throttled"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+class ThrottleClock:
+    """The share of CFS periods in which this process's cgroup was throttled since the last reading: what the
+    saturation rules read from cAdvisor for a worker container, measured by the worker itself. None without a CPU
+    quota (no period passes) or without a readable cgroup."""
+
+    def __init__(self, proc: Path = Path("/proc/self")):
+        self.proc = proc
+        self.start()
+
+    def start(self) -> None:
+        self.last = cpu_throttle_counts(self.proc)
+
+    def share(self) -> float | None:
+        before, self.last = self.last, cpu_throttle_counts(self.proc)
+        if before is None or self.last is None or self.last[0] <= before[0]:
+            return None
+        return (self.last[1] - before[1]) / (self.last[0] - before[0])
+
+
 class CpuClock:
     """This process's CPU time (every thread, user and system) per second of wall time since the last reading: the
     cores it used."""
@@ -160,7 +195,7 @@ def _register_worker(environment) -> None:
     if ready_file := os.environ.get(READY_FILE_ENV):
         Path(ready_file).touch()
     warnings = 0
-    clock = CpuClock()
+    clock, throttle = CpuClock(), ThrottleClock()
 
     @environment.events.cpu_warning.add_listener
     def count_cpu_warning(**_):
@@ -170,11 +205,12 @@ def _register_worker(environment) -> None:
     @environment.events.test_start.add_listener
     def measure_the_run(**_):
         clock.start()  # the first report of a run measures the run, not the idle wait before it
+        throttle.start()
 
     @environment.events.report_to_master.add_listener
     def add_worker_facts(client_id, data, **_):
         data[REPORT_KEY] = {"cpu_limit_cores": cpu_limit_cores(), "cpu_warnings": warnings,
-                            "cpu_cores": clock.cores()}
+                            "cpu_cores": clock.cores(), "cpu_throttled": throttle.share()}
 
     @environment.events.quitting.add_listener
     def send_last_report(**_):

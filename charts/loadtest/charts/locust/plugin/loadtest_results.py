@@ -22,50 +22,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 
 import loadtest_checks as checks
+import loadtest_verdict
 
 RESULT, JUNIT, SUMMARY, SERIES_CSV = "result.json", "checks.xml", "summary.md", "series.csv"
 BASELINE = "baseline"
 VALIDITY_CASE = "measurement is the target's: the generator was not the limit"
-GENERATOR_BOUND = "generator-bound"  # loadtest.verdict's kind of a run the generator limited
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Which side of a run was the limit (loadtest.verdict's kinds), and why."""
-
-    kind: str
-    reason: str
-
-
-# Why the generator was the limit over a steady window (generator_limit), for a local run and the chart's master alike.
-CPU, LATE_STARTS, LOOP = "cpu", "late-starts", "loop"
-
-
-def generator_limit(saturated_share: float | None, share: float, late_cpu: float | None, late_max: float,
-                    loop_lagged: float | None) -> str | None:
-    """Why the generator was the limit, or None when nothing measured says it was. CPU: it was saturated (a worker
-    at its ceiling, throttled, or crowded out of a full machine) in at least `share` of the window's samples.
-    LATE_STARTS (open model): its workers woke at least `late_max` of their users late, with evidence that CPU was
-    why: saturated in at least one sample (a worker lightly loaded that wakes late stalled for another reason, and
-    its late starts are named, not blamed on CPU). LOOP (open model): the workers' event loop lagged in at least
-    `share` of its probes: it could not keep the schedule, whatever its CPU figure (a worker starved by its limit
-    before Locust measured it, or by its neighbours)."""
-    if late_cpu is not None and late_cpu >= late_max and saturated_share:
-        return LATE_STARTS
-    if saturated_share is not None and saturated_share >= share:
-        return CPU
-    if loop_lagged is not None and loop_lagged >= share:
-        return LOOP
-    return None
-
-
-def loop_stalls(late_cpu: float, loop_lagged: float | None, max_lag_ms: float | None) -> str:
-    """Late starts not blamed on CPU, in words."""
-    probes = ("" if loop_lagged is None else
-              f"; the loop lagged in {loop_lagged:.1%} of its probes, at most {max_lag_ms or 0:.0f} ms")
-    return (f"{late_cpu:.2%} of the requests started late with a user free while no worker's CPU reached its "
-            f"ceiling: the workers' event loop stalled now and then{probes}, not for want of CPU (their latency "
-            "counts from the slot)")
+Verdict, GENERATOR_BOUND = loadtest_verdict.Verdict, loadtest_verdict.GENERATOR_BOUND
 
 
 @dataclass(frozen=True)
@@ -116,7 +78,7 @@ def compare_runs(base: dict, cur: dict, limits: Limits = DEFAULT_LIMITS) -> tupl
         if not result.get("complete", False):
             raise Incomparable(f"the {side} run is incomplete ({result.get('incomplete')}): compare complete runs")
     invalid = [side for side, r in (("baseline", base), ("current", cur))
-               if r["exit_code"] == checks.GENERATOR_BOUND]
+               if r["exit_code"] == checks.INVALID]
     b, c = base["figures"][checks.AGGREGATED], cur["figures"][checks.AGGREGATED]
     figures = rps_p95("all requests", (b["rps"], b["percentiles_ms"]["0.95"]),
                       (c["rps"], c["percentiles_ms"]["0.95"]), limits)
@@ -245,7 +207,7 @@ def junit(report: RunReport, suite: str) -> str:
 def summary(report: RunReport) -> str:
     code = report.exit_code
     lines = [f"# Load test run: {report.conditions.get('scenario', '')} against {report.conditions.get('target', '')}",
-             "", f"**{'PASSED' if code == checks.PASSED else 'INVALID' if code == checks.GENERATOR_BOUND else 'FAILED'}"
+             "", f"**{'PASSED' if code == checks.PASSED else 'INVALID' if code == checks.INVALID else 'FAILED'}"
              f"** (exit code {code}: {report.meaning})", ""]
     if report.incomplete:
         lines += [f"INCOMPLETE: {report.incomplete}", ""]

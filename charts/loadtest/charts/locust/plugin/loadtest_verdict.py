@@ -1,0 +1,264 @@
+"""The verdict: which side of a load test was the limit over its steady window. Decided here only, for every path
+that judges a run: `loadtest run --local` and `loadtest local` (a sample a second), the chart's judged master (a
+sample per round of worker reports), and `loadtest run --release`, the sweep and `loadtest tune` (the saturation
+rules' samples in Prometheus, one per rule evaluation). The rules file's thresholds are written from THRESHOLDS
+(`loadtest dashboards`), so Prometheus, the dashboards and the alerts judge by the same numbers.
+
+The lesson behind it: RPS plateaued because the Locust workers sat at 100 % of their CPU while the nodes were far
+from full, so the number measured was the generator's ceiling, not the target's. A result is only the target's
+capacity when the target, not the generator, is saturated.
+
+Only the steady window is judged: every user running, before the stop. A side was the limit over it when it was
+saturated in at least SATURATED_SHARE of the window's samples: a share rather than a mean, since a short run's mean
+dips with the ramp-up or the stop around it while a saturated worker's share of saturated samples does not.
+
+Standard library only: the chart's pods load it beside the scenarios.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The thresholds, by the saturation rules' record names (the rules file's `vector(…)` constants are written from
+# these). A worker at SATURATED_CPU of its core (or of its CPU limit) is saturated; Locust itself warns at 90 %.
+THRESHOLDS = {
+    "loadtest:cpu_saturation:threshold": 0.9,
+    # A container throttled in this share of its CFS periods is held back by its CPU limit.
+    "loadtest:cpu_throttling:threshold": 0.25,
+    # More failed requests than this share: the target is not serving the load (the sweep's knee too).
+    "loadtest:failure_ratio:threshold": 0.01,
+    # A side saturated in at least this share of the steady window's samples was the limit over the window.
+    "loadtest:saturated_share:threshold": 0.5,
+    # On a machine the workers share with the target, a full machine holds back only a worker that wants CPU: one
+    # using this share of a core or more competes for it; a lighter one (a test with think time) gets what it asks.
+    "loadtest:worker_contention:threshold": 0.25,
+    # The open model: late starts (more than LATE_S after their slot) in at least this share of the slots.
+    "loadtest:late_starts:threshold": 0.01,
+    # The open model: a run that sent less than this share of its offered rate measured a smaller load than it was
+    # asked to, and never passes.
+    "loadtest:achieved_share:threshold": 0.99,
+}
+SATURATED_CPU = THRESHOLDS["loadtest:cpu_saturation:threshold"]
+THROTTLED = THRESHOLDS["loadtest:cpu_throttling:threshold"]
+FAILURE_RATIO = THRESHOLDS["loadtest:failure_ratio:threshold"]
+SATURATED_SHARE = THRESHOLDS["loadtest:saturated_share:threshold"]
+CONTENDED = THRESHOLDS["loadtest:worker_contention:threshold"]
+LATE_STARTS = THRESHOLDS["loadtest:late_starts:threshold"]
+ACHIEVED_SHARE = THRESHOLDS["loadtest:achieved_share:threshold"]
+# The open model: a request started more than this after its slot is a late start (a wrk2-style generator holds
+# ~1 ms; a Python worker's event loop routinely wakes a few ms late without being saturated).
+LATE_S = 0.010
+LATE_MS = round(LATE_S * 1000)
+
+GENERATOR_BOUND = "generator-bound"
+TARGET_BOUND = "target-bound"
+HEALTHY = "healthy"
+# Nothing says the generator was the limit, and the target's CPU was not measured (the chart's master judges its
+# workers only; the release's Prometheus judges both sides): not a claim that the target had headroom.
+NOT_GENERATOR_BOUND = "not generator-bound"
+KINDS = (GENERATOR_BOUND, TARGET_BOUND, HEALTHY, NOT_GENERATOR_BOUND)
+
+# Why the generator was the limit (generator_limit).
+CPU, LATE_STARTS_CAUSE, LOOP = "cpu", "late-starts", "loop"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Which side of a run was the limit (one of KINDS), and why."""
+
+    kind: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Both sides' CPU at one moment of the steady window, as the rules' signals read it. `worker_cpu` holds each
+    worker's CPU as a share of its ceiling (its limit, one core at most): a tuple by worker number, or a mapping by
+    worker id where workers come and go (the master's reports)."""
+
+    worker_cpu: tuple[float, ...] | dict[str, float] = ()
+    target_cpu: float | None = None  # the target's CPU as a share of its CPUs (None when not measured)
+    host_cpu: float | None = None  # share of the machine's cores busy, where generator and target share one
+    worker_throttling: float | None = None  # the most throttled worker's share of throttled CFS periods
+
+    def workers(self) -> dict:
+        return dict(self.worker_cpu) if isinstance(self.worker_cpu, dict) else dict(enumerate(self.worker_cpu))
+
+    @property
+    def target_saturated(self) -> bool:
+        return self.target_cpu is not None and self.target_cpu >= SATURATED_CPU
+
+    @property
+    def generator_saturated(self) -> bool:
+        """loadtest:generator_cpu_saturated:bool: a worker at its CPU ceiling or throttled, or a full machine shared
+        with a target that has CPU left while a worker competes for it."""
+        cpu = self.workers().values()
+        return (any(c >= SATURATED_CPU for c in cpu)
+                or (self.worker_throttling is not None and self.worker_throttling >= THROTTLED)
+                or (self.host_cpu is not None and self.host_cpu >= SATURATED_CPU and not self.target_saturated
+                    and max(cpu, default=0.0) >= CONTENDED))
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class Window:
+    """A steady window: how many samples it had, the share of them in which each side was saturated, and the mean
+    figures that explain the verdict."""
+
+    samples: int
+    generator_share: float
+    target_share: float
+    busiest_worker: float  # the highest of the workers' mean CPU shares
+    target_cpu: float | None = None
+    host_cpu: float | None = None
+    worker_throttling: float | None = None
+    late_starts: float | None = None  # open model: the share of requests the workers started late for want of CPU
+    late_users: float | None = None  # open model: the share of slots that found every user waiting on the target
+    loop_lagged: float | None = None  # open model: the share of the workers' event-loop probes that woke late
+    max_lag_ms: float | None = None  # open model: the longest of those lags
+    achieved: float | None = None  # open model: the achieved rate as a share of the offered one
+    # False where only the generator is watched (the chart's master sees its workers, not the target): then no
+    # verdict claims the target had headroom. A run that watches its target but got no figure of it (a target on
+    # another machine) is judged as the saturation rules judge it: a target not seen saturated was not.
+    target_watched: bool = True
+
+    @classmethod
+    def of(cls, samples: list[Sample], late_starts: float | None = None, late_users: float | None = None,
+           loop_lagged: float | None = None, max_lag_ms: float | None = None, achieved: float | None = None,
+           target_watched: bool = True) -> Window:
+        """The window of samples taken by the process that judges (locally, or the master from its reports)."""
+        n = len(samples)
+        by_worker: dict = {}
+        for s in samples:
+            for worker, cpu in s.workers().items():
+                by_worker.setdefault(worker, []).append(cpu)
+        return cls(
+            samples=n, generator_share=sum(s.generator_saturated for s in samples) / n if n else 0.0,
+            target_share=sum(s.target_saturated for s in samples) / n if n else 0.0,
+            busiest_worker=max((_mean(c) for c in by_worker.values()), default=0.0),
+            target_cpu=_mean([s.target_cpu for s in samples if s.target_cpu is not None]),
+            host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
+            worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
+            late_starts=late_starts, late_users=late_users, loop_lagged=loop_lagged, max_lag_ms=max_lag_ms,
+            achieved=achieved, target_watched=target_watched)
+
+    def figures(self) -> str:
+        parts = [f"busiest worker {self.busiest_worker:.0%} of its CPU ceiling"]
+        if self.worker_throttling is not None:
+            parts.append(f"throttled in {self.worker_throttling:.0%} of CFS periods")
+        if self.target_cpu is not None:
+            parts.append(f"target {self.target_cpu:.0%} of its CPUs")
+        if self.host_cpu is not None:
+            parts.append(f"machine {self.host_cpu:.0%} busy")
+        if self.late_starts is not None:
+            parts.append(f"{self.late_starts:.2%} of requests started late by the workers")
+        if self.late_users:
+            parts.append(f"{self.late_users:.2%} of slots found no user free")
+        if self.loop_lagged:
+            parts.append(f"event loop lagging in {self.loop_lagged:.1%} of its probes")
+        if self.achieved is not None:
+            parts.append(f"{self.achieved:.1%} of the offered rate sent")
+        return f"means over {self.samples} steady sample(s): {', '.join(parts)}"
+
+
+def generator_limit(window: Window) -> str | None:
+    """Why the generator was the limit, or None when nothing measured says it was. CPU: it was saturated (a worker
+    at its ceiling, throttled, or crowded out of a full machine) in at least SATURATED_SHARE of the window's samples.
+    LATE_STARTS_CAUSE (open model): its workers woke at least LATE_STARTS of their users late, with evidence that
+    CPU was why: saturated in at least one sample (a worker lightly loaded that wakes late stalled for another
+    reason, and its late starts are named, not blamed on CPU). LOOP (open model): the workers' event loop lagged in
+    at least SATURATED_SHARE of its probes: it could not keep the schedule, whatever its CPU figure (a worker starved
+    by its limit before it was measured, or by its neighbours)."""
+    if window.late_starts is not None and window.late_starts >= LATE_STARTS and window.generator_share > 0:
+        return LATE_STARTS_CAUSE
+    if window.samples and window.generator_share >= SATURATED_SHARE:
+        return CPU
+    if window.loop_lagged is not None and window.loop_lagged >= SATURATED_SHARE:
+        return LOOP
+    return None
+
+
+def loop_stalls(window: Window) -> str:
+    """Late starts not blamed on CPU, in words."""
+    probes = ("" if window.loop_lagged is None else
+              f"; the loop lagged in {window.loop_lagged:.1%} of its probes, at most {window.max_lag_ms or 0:.0f} ms")
+    return (f"{window.late_starts:.2%} of the requests started late with a user free while no worker's CPU reached "
+            f"its ceiling: the workers' event loop stalled now and then{probes}, not for want of CPU (their latency "
+            "counts from the slot)")
+
+
+def judge(window: Window) -> Verdict:
+    """The window's verdict: generator-bound when the generator was the limit (generator_limit), since a saturated
+    generator hides the target's capacity; else target-bound when the target was saturated, or (open model) its
+    latency made slots find no user free, or the rate was not sent with the workers keeping up; else healthy, or not
+    generator-bound where the target was not watched (the master's window). Late starts without evidence of CPU are named in the
+    reason, not blamed on the generator. A window without a sample says so: nothing was judged."""
+    if not window.samples and window.loop_lagged is None:
+        return Verdict(NOT_GENERATOR_BOUND, "no steady sample of the workers' CPU: the run was too short to "
+                                            "measure it; whether the generator was the limit is not known")
+    cause = generator_limit(window)
+    if cause == LATE_STARTS_CAUSE:
+        return Verdict(GENERATOR_BOUND, f"the workers started {window.late_starts:.2%} of their requests more than "
+                                        f"{LATE_MS} ms after their slot with a user waiting, their CPU saturated in "
+                                        f"{window.generator_share:.0%} of the steady window ({window.figures()}): the "
+                                        "rate was the generator's to hold; add workers or cores")
+    if cause == CPU:
+        if window.worker_throttling is not None and window.worker_throttling >= THROTTLED:
+            advice = "their CPU limit holds the workers back; give each worker a whole core"
+        elif window.host_cpu is not None and window.host_cpu >= SATURATED_CPU and window.busiest_worker < SATURATED_CPU:
+            advice = ("the workers share the machine's cores with the target and cannot get more CPU; run generator "
+                      "and target on separate machines or nodes to measure the target")
+        else:
+            advice = "add workers or cores before reading the target's capacity"
+        return Verdict(GENERATOR_BOUND, f"the generator was saturated in {window.generator_share:.0%} of the steady "
+                                        f"window ({window.figures()}): the RPS is the generator's ceiling; {advice}")
+    if cause == LOOP:
+        return Verdict(GENERATOR_BOUND, f"the workers' event loop woke more than {LATE_MS} ms late in "
+                                        f"{window.loop_lagged:.0%} of its probes (at most {window.max_lag_ms or 0:.0f} "
+                                        f"ms; {window.figures()}): it could not keep the schedule, so the rate and "
+                                        "the latency are the generator's; add workers or cores, or give each "
+                                        "worker a whole core")
+    stalls = ""
+    if window.late_starts is not None and window.late_starts >= LATE_STARTS:
+        stalls = f"; {loop_stalls(window)}"
+    if window.late_users is not None and window.late_users >= LATE_STARTS:
+        return Verdict(TARGET_BOUND, f"{window.late_users:.2%} of the slots found every user still waiting on the "
+                                     f"target, with the workers on time ({window.figures()}): its latency at this "
+                                     "rate outgrew the pool's half second a response; this rate is past what it "
+                                     f"serves with that latency{stalls}")
+    if window.target_share >= SATURATED_SHARE:
+        return Verdict(TARGET_BOUND, f"the target was saturated in {window.target_share:.0%} of the steady window "
+                                     f"while the workers had headroom ({window.figures()}): this RPS is its capacity "
+                                     f"at this CPU count{stalls}")
+    if window.achieved is not None and window.achieved < ACHIEVED_SHARE:
+        return Verdict(TARGET_BOUND, f"only {window.achieved:.1%} of the offered rate was sent, under "
+                                     f"{ACHIEVED_SHARE:.0%}, with the workers keeping up ({window.figures()}): the "
+                                     f"rate was not held{stalls}")
+    if not window.target_watched:
+        return Verdict(NOT_GENERATOR_BOUND, f"the generator was not saturated in most of the steady window "
+                                            f"({window.figures()}); the master does not see the target's CPU, so "
+                                            f"whether it had headroom is not known here (the release's Prometheus "
+                                            f"judges both sides){stalls}")
+    more = "the rate" if window.late_starts is not None else "users"  # the open model's load is its rate
+    return Verdict(HEALTHY, f"neither side was saturated in most of the steady window ({window.figures()}): raise "
+                            f"{more} to find the limit{stalls}")
+
+
+def late_shares(late_starts: dict[str, int], slots: int) -> dict[str, float]:
+    """The open model's late starts by cause ("users": no user was free; "cpu": a user was free but its worker woke
+    it late) as shares of the slots handed out."""
+    return {cause: count / slots if slots else 0.0 for cause, count in late_starts.items()}
+
+
+def describe_late_starts(shares: dict[str, float], slots: int | None = None) -> str:
+    users, cpu = shares.get("users", 0.0), shares.get("cpu", 0.0)
+    return (f"{users + cpu:.2%}{f' of {slots:,} slots' if slots else ''} (no user free {users:.2%}, worker woke late "
+            f"{cpu:.2%})")
+
+
+def gave_its_core(worker_cpu: float) -> bool:
+    """A calibrating worker this busy (within a tenth of saturation) sent what its core sends; a less busy one was
+    held back by the target, and its figure per core is a lower bound."""
+    return worker_cpu >= SATURATED_CPU * 0.9

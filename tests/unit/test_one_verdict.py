@@ -1,0 +1,39 @@
+"""The same windows (tests/verdict_table.py) judged as `loadtest run --local` judges them and as the chart's judged
+master does, from worker reports as Locust delivers them: one verdict module (plugin/loadtest_verdict.py), the same
+shares, the same verdict wherever the master can see what decides it."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL
+from verdict_table import CASES
+
+from loadtest import paths, verdict
+
+loadtest_judge = paths.pod_module("loadtest_judge")
+loadtest_metrics = paths.pod_module("loadtest_metrics")
+
+
+def master_window(samples) -> verdict.Window:
+    """The master's window of `samples`, each sent as one round of worker reports (CPU limit: one core)."""
+    cpu = loadtest_judge.WorkerCpu(SimpleNamespace(state=STATE_RUNNING))
+    cpu.add("any", {}, now=0.0)  # the first report of the run starts its clock
+    for i, sample in enumerate(samples, 1):
+        for worker, share in sample.workers().items():
+            cpu.add(f"worker-{worker}", {loadtest_metrics.REPORT_KEY: {
+                "cpu_cores": share, "cpu_limit_cores": None, "cpu_throttled": sample.worker_throttling}},
+                now=i * WORKER_REPORT_INTERVAL + 0.1 * worker)
+    return loadtest_judge.steady_window(cpu, None, {})
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_the_local_run_and_the_master_judge_the_same_window_alike(case):
+    local = verdict.Window.of(list(case.samples))
+    master = master_window(case.samples)
+    assert verdict.judge(local).kind == case.kind
+    assert verdict.judge(master).kind == case.master_kind
+    assert master.samples == local.samples
+    if case.name != "shared-machine":  # a shared machine is the local stack's signal, which the master cannot see
+        assert master.generator_share == local.generator_share
+        assert master.busiest_worker == pytest.approx(local.busiest_worker)
