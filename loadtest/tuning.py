@@ -158,88 +158,106 @@ def _add_nodes(snapshot: Snapshot, workers: int) -> tuple[int, float | None, str
 
 def advise(s: Snapshot) -> Advice:
     """The one diagnosis and the one change for this snapshot (see the module's docstring for the order)."""
-    cpu = units.cpu
     if s.pending:
-        running = s.replicas - s.pending
-        fit, lines = _fill(s, s.worker_cpu_m)
-        fit = min(fit, s.replicas)
-        add, cost, words = _add_nodes(s, s.replicas)
-        return Advice(
-            WORKERS_PENDING,
-            f"{s.pending} of {s.replicas} worker pods are Pending: the nodes have no room for them, so the load runs "
-            f"on {running}; ask for the {fit} that fit, or {words}",
-            (*lines,), {"locust.worker.replicas": str(fit)}, {"locust.worker.replicas": str(s.replicas)},
-            nodes_to_add=add, usd_per_hour=cost)
+        return _pending(s)
     w = s.window
     if w is None or not s.users:
         return Advice(IDLE, f"no steady window of {s.window_s} s to judge ({s.no_window or 'no users running'})",
                       next_step="start the swarm (the web UI, `loadtest run --release`, or locust.mode autostart) "
                                 f"and run tune again once every user has run for {s.window_s} s")
     v = verdict.judge(w)
-    figures = [f"steady window: {w.samples} sample(s), {s.users} users, "
+    figures = (f"steady window: {w.samples} sample(s), {s.users} users, "
                + (f"{s.rps:,.0f} RPS" if s.rps is not None else "RPS unknown")
                + (f", p95 {s.p95_ms:.0f} ms" if s.p95_ms is not None else ""),
-               f"verdict {v.kind}: {w.figures()}"]
+               f"verdict {v.kind}: {w.figures()}")
     if v.kind == verdict.GENERATOR_BOUND:
         throttled = w.worker_throttling is not None and w.worker_throttling >= verdict.THROTTLED
         if throttled or s.worker_cpu_m < sizing.WORKER_CPU_M:
-            fit, lines = _fill(s, sizing.WORKER_CPU_M)
-            why = (f"throttled in {w.worker_throttling:.0%} of their CFS periods" if throttled
-                   else f"at {w.busiest_worker:.0%} of a {cpu(s.worker_cpu_m)} ceiling")
-            if fit == 0:
-                add, cost, words = _add_nodes(replace(s, worker_cpu_m=sizing.WORKER_CPU_M), 1)
-                return Advice(WHOLE_CORE, f"the workers are CPU-starved ({why}) and no {cpu(sizing.WORKER_CPU_M)} "
-                                          f"worker fits the nodes beside the other pods: {words}",
-                              (*figures, *lines), nodes_to_add=add, usd_per_hour=cost)
-            return Advice(
-                WHOLE_CORE,
-                f"the workers are CPU-starved ({why}): a worker uses up to one core, and a thinner one plateaus "
-                f"early; give each {cpu(sizing.WORKER_CPU_M)} and run as many as the nodes hold ({fit})",
-                (*figures, *lines),
-                {"locust.worker.cpu": cpu(sizing.WORKER_CPU_M), "locust.worker.replicas": str(fit)},
-                {"locust.worker.cpu": cpu(s.worker_cpu_m), "locust.worker.replicas": str(s.replicas)})
-        fit, lines = _fill(s, s.worker_cpu_m)
-        if fit > s.replicas:
-            return Advice(
-                MORE_GENERATOR,
-                f"the workers are at their core ({w.busiest_worker:.0%}) and the nodes have room: run the {fit} "
-                "workers they hold",
-                (*figures, *lines), {"locust.worker.replicas": str(fit)},
-                {"locust.worker.replicas": str(s.replicas)})
-        wanted = max(s.replicas + 1, math.ceil(s.replicas * w.busiest_worker / GENERATOR_AIM))
-        add, cost, words = _add_nodes(s, wanted)
-        return Advice(
-            MORE_GENERATOR,
-            f"the workers are at their core ({w.busiest_worker:.0%}) and the nodes are full ({s.replicas} workers): "
-            f"{wanted} workers would sit at about {GENERATOR_AIM:.0%} of theirs; {words}, then set "
-            f"locust.worker.replicas={wanted} and run tune again",
-            (*figures, *lines), nodes_to_add=add, usd_per_hour=cost)
+            return _whole_core(s, w, throttled, figures)
+        return _more_generator(s, w, figures)
     if v.kind == verdict.TARGET_BOUND:
         return Advice(
             SWEEP_TARGET,
             "the target is saturated while the workers have headroom: this RPS is the target's capacity at its CPU "
             "count, and more workers would not change it",
-            (*figures,),
+            figures,
             next_step=f"measure the target at more CPUs: `loadtest sweep --release {s.release} --sweep target-cpus "
                       "--steps 1,2,4 ...` (docs/sizing.md, \"Sweep\")")
     busiest = max(w.busiest_worker, w.target_cpu or 0.0)
     factor = min(MAX_USERS_FACTOR, verdict.SATURATED_CPU / busiest) if busiest > 0 else MAX_USERS_FACTOR
-    if s.arrival_rate:
-        return _raise_rate(s, w, factor, figures)
+    return _raise_rate(s, w, factor, figures) if s.arrival_rate else _raise_users(s, w, factor, figures)
+
+
+def _pending(s: Snapshot) -> Advice:
+    """Worker pods the nodes have no room for: ask for those that fit, or add nodes."""
+    running = s.replicas - s.pending
+    fit, lines = _fill(s, s.worker_cpu_m)
+    fit = min(fit, s.replicas)
+    add, cost, words = _add_nodes(s, s.replicas)
+    return Advice(
+        WORKERS_PENDING,
+        f"{s.pending} of {s.replicas} worker pods are Pending: the nodes have no room for them, so the load runs "
+        f"on {running}; ask for the {fit} that fit, or {words}",
+        (*lines,), {"locust.worker.replicas": str(fit)}, {"locust.worker.replicas": str(s.replicas)},
+        nodes_to_add=add, usd_per_hour=cost)
+
+
+def _whole_core(s: Snapshot, w: verdict.Window, throttled: bool, figures: tuple[str, ...]) -> Advice:
+    """Workers starved by a CPU limit below a core: give each a whole core, as many as the nodes hold."""
+    cpu = units.cpu
+    fit, lines = _fill(s, sizing.WORKER_CPU_M)
+    why = (f"throttled in {w.worker_throttling:.0%} of their CFS periods" if throttled
+           else f"at {w.busiest_worker:.0%} of a {cpu(s.worker_cpu_m)} ceiling")
+    if fit == 0:
+        add, cost, words = _add_nodes(replace(s, worker_cpu_m=sizing.WORKER_CPU_M), 1)
+        return Advice(WHOLE_CORE, f"the workers are CPU-starved ({why}) and no {cpu(sizing.WORKER_CPU_M)} "
+                                  f"worker fits the nodes beside the other pods: {words}",
+                      (*figures, *lines), nodes_to_add=add, usd_per_hour=cost)
+    return Advice(
+        WHOLE_CORE,
+        f"the workers are CPU-starved ({why}): a worker uses up to one core, and a thinner one plateaus "
+        f"early; give each {cpu(sizing.WORKER_CPU_M)} and run as many as the nodes hold ({fit})",
+        (*figures, *lines),
+        {"locust.worker.cpu": cpu(sizing.WORKER_CPU_M), "locust.worker.replicas": str(fit)},
+        {"locust.worker.cpu": cpu(s.worker_cpu_m), "locust.worker.replicas": str(s.replicas)})
+
+
+def _more_generator(s: Snapshot, w: verdict.Window, figures: tuple[str, ...]) -> Advice:
+    """Workers at their whole core: run as many as the nodes hold, or add nodes for more."""
+    fit, lines = _fill(s, s.worker_cpu_m)
+    if fit > s.replicas:
+        return Advice(
+            MORE_GENERATOR,
+            f"the workers are at their core ({w.busiest_worker:.0%}) and the nodes have room: run the {fit} "
+            "workers they hold",
+            (*figures, *lines), {"locust.worker.replicas": str(fit)},
+            {"locust.worker.replicas": str(s.replicas)})
+    wanted = max(s.replicas + 1, math.ceil(s.replicas * w.busiest_worker / GENERATOR_AIM))
+    add, cost, words = _add_nodes(s, wanted)
+    return Advice(
+        MORE_GENERATOR,
+        f"the workers are at their core ({w.busiest_worker:.0%}) and the nodes are full ({s.replicas} workers): "
+        f"{wanted} workers would sit at about {GENERATOR_AIM:.0%} of theirs; {words}, then set "
+        f"locust.worker.replicas={wanted} and run tune again",
+        (*figures, *lines), nodes_to_add=add, usd_per_hour=cost)
+
+
+def _raise_users(s: Snapshot, w: verdict.Window, factor: float, figures: tuple[str, ...]) -> Advice:
+    """Neither side saturated in the closed model: more users, by as much as the busier side has room for."""
     users = max(s.users + 1, math.ceil(s.users * factor))
     expected = f", about {s.rps / s.users * users:,.0f} RPS at {s.rps / s.users:,.1f} RPS a user" if s.rps else ""
     summary = (f"neither side is saturated (busiest worker {w.busiest_worker:.0%}"
                + (f", target {w.target_cpu:.0%}" if w.target_cpu is not None else "")
                + f" of its CPU): raise the users from {s.users} to {users}{expected}")
     if s.mode == "autostart":
-        return Advice(RAISE_USERS, summary, (*figures,), {"locust.autostart.users": str(users)},
+        return Advice(RAISE_USERS, summary, figures, {"locust.autostart.users": str(users)},
                       {"locust.autostart.users": str(s.users)})
-    return Advice(RAISE_USERS, summary, (*figures,),
+    return Advice(RAISE_USERS, summary, figures,
                   next_step=f"start the swarm with {users} users: the web UI, or `loadtest run --release "
                             f"{s.release} --users {users}`")
 
 
-def _raise_rate(s: Snapshot, w: verdict.Window, factor: float, figures) -> Advice:
+def _raise_rate(s: Snapshot, w: verdict.Window, factor: float, figures: tuple[str, ...]) -> Advice:
     """The open model's load is its rate (locust.load.arrivalRate, which sizes its own pool of users): raise it."""
     rate = max(math.floor(s.arrival_rate) + 1, math.ceil(s.arrival_rate * factor))
     summary = (f"neither side is saturated (busiest worker {w.busiest_worker:.0%}"
@@ -247,8 +265,8 @@ def _raise_rate(s: Snapshot, w: verdict.Window, factor: float, figures) -> Advic
                + f" of its CPU): raise the arrival rate from {s.arrival_rate:g} to {rate} requests/s")
     changes, current = {"locust.load.arrivalRate": str(rate)}, {"locust.load.arrivalRate": f"{s.arrival_rate:g}"}
     if s.mode == "autostart":
-        return Advice(RAISE_USERS, summary, (*figures,), changes, current)
-    return Advice(RAISE_USERS, summary, (*figures,),
+        return Advice(RAISE_USERS, summary, figures, changes, current)
+    return Advice(RAISE_USERS, summary, figures,
                   next_step=f"the rate is a value of the release, not the web UI's (its user count is the pool): "
                             f"`helm upgrade {s.release} charts/loadtest --reuse-values --set "
                             f"locust.load.arrivalRate={rate}`, then start the swarm again")

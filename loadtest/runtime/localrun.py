@@ -17,7 +17,7 @@ from pathlib import Path
 import locust
 import psutil
 
-from .. import arrival, checks, locuststats, paths, scenarios, targets, usertest, verdict
+from .. import arrival, checks, locuststats, paths, runresult, scenarios, targets, usertest, verdict
 from ..errors import RunFailed, UsageError
 from . import packages, tools
 from .cpu import CpuMeter, cpu_model
@@ -115,31 +115,29 @@ class Series:
     the end), so a crash or an interrupt keeps what was seen until then. Its RPS is the requests Locust counted with
     a timestamp in that second, from the per-second counts of the master's statistics."""
 
-    COLUMNS = ("time", "phase", "users", "rps", "fail_ratio", "p50_ms", "p95_ms", "worker_cpu_max",
-               "target_cpu_cores", "host_cpu")
-
     def __init__(self, path: Path):
         self.file = path.open("w", newline="")
         self.writer = csv.writer(self.file)
-        self.writer.writerow(self.COLUMNS)
+        self.writer.writerow(runresult.files.SERIES_COLUMNS)
         self.rates = locuststats.PerSecond()
         self.pending: list[tuple[int, list]] = []  # (second, the line's other cells) not yet counted in full
 
     def add(self, second: int, phase: str, users: int, status: dict, worker_cpu: list[float],
             target_cpu: float | None, host_cpu: float) -> None:
+        """A second's figures: `target_cpu` as a share of the target's CPUs (None when not measured)."""
         percentiles = status.get("current_response_time_percentiles") or {}
         self.pending.append((second, [
             phase, users, percentiles.get("response_time_percentile_0.5"),
-            percentiles.get("response_time_percentile_0.95"), round(max(worker_cpu, default=0.0), 3),
+            percentiles.get("response_time_percentile_0.95"), None, round(max(worker_cpu, default=0.0), 3), None,
             None if target_cpu is None else round(target_cpu, 3), round(host_cpu, 3)]))
 
     def flush(self, now: float | None = None) -> None:
         """Write the lines whose second is counted in full by `now` (all of them without it)."""
         while self.pending and (now is None or self.pending[0][0] <= now - REPORT_LAG_S):
-            second, (phase, users, p50, p95, *cpu) = self.pending.pop(0)
+            second, (phase, users, *figures) = self.pending.pop(0)
             requests, failures = self.rates.counts.get(second, (0, 0))
             self.writer.writerow([second, phase, users, requests, round(failures / requests, 5) if requests else 0.0,
-                                  p50, p95, *cpu])
+                                  *figures])
         self.file.flush()
 
     def close(self) -> None:
@@ -149,7 +147,7 @@ class Series:
 
 # A second of the run is in one phase: users being spawned, every user running (the steady window, the only one
 # judged), or after the stop.
-RAMP_UP, STEADY, STOP = "ramp-up", "steady", "stop"
+RAMP_UP, STEADY, STOP = runresult.files.RAMP_UP, runresult.files.STEADY, runresult.files.STOP
 
 
 @dataclass(frozen=True)
@@ -174,6 +172,107 @@ class SteadyWindow:
                 f"running); ramp-up {self.ramp_up_s:.0f} s and stop {self.stop_s:.0f} s reported, not judged")
 
 
+class Phases:
+    """The run's phases tick by tick, as the master reports its state, and the steady samples the verdict judges: a
+    tick is steady when every user ran at both its ends (the previous tick's state was running too)."""
+
+    def __init__(self):
+        self.samples: list[verdict.Sample] = []
+        self.swarm_start = self.steady_start = self.steady_end = self.stopped = None
+        self.steady_before = False
+
+    def tick(self, now: float, state: str, sample: verdict.Sample) -> str | None:
+        """The phase of the tick ending at `now` (None while the workers are awaited); a steady tick keeps `sample`."""
+        steady_now = state == "running"
+        if state not in ("spawning", "running") and self.swarm_start is None:
+            return None
+        self.swarm_start = self.swarm_start or now
+        if steady_now and self.steady_before:
+            phase = STEADY
+            self.samples.append(sample)
+            self.steady_end = now
+        elif steady_now or state == "spawning":
+            phase = RAMP_UP
+        else:
+            phase = STOP
+            self.stopped = self.stopped or now
+        if steady_now and self.steady_start is None:
+            self.steady_start = now
+        self.steady_before = steady_now
+        return phase
+
+    def window(self, ended: float) -> SteadyWindow:
+        return SteadyWindow(
+            start=self.steady_start if self.samples else None, end=self.steady_end, samples=len(self.samples),
+            ramp_up_s=((self.steady_start or ended) - self.swarm_start) if self.swarm_start else 0.0,
+            stop_s=ended - self.stopped if self.stopped else 0.0)
+
+
+def _locustfiles(scenario: str, test: OwnTest | None, target: str, tls_mode: str | None,
+                 wait_s: float) -> tuple[list[str] | str, dict, str]:
+    """(the locustfiles, their environment, the TLS mode) of a built-in scenario or of the user's test."""
+    if test is not None:
+        return usertest.locustfiles(test.locustfile), own_test_env(test.locustfile, test.pythonpath), \
+            tls_mode or "none"
+    chosen = scenarios.get(scenario)
+    tls_mode = tls_mode or chosen.default_tls_mode
+    targets.check_tls_mode(chosen, targets.get(target), tls_mode)
+    return chosen.locustfile, {"LOADTEST_WAIT": f"{wait_s:g}"}, tls_mode
+
+
+def _live_line(seconds: float, phase: str, users: int, rps: float | None, status: dict, worker_cpu: list[float],
+               target: str, target_cpu: float | None) -> str:
+    p95 = (status.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
+    return (f"  [{seconds:4.0f} s] {phase:<7}  users {users:>5}  "
+            f"RPS {'-' if rps is None else f'{rps:,.0f}':>9}  failures {status.get('fail_ratio', 0):>6.2%}  "
+            f"p95 {p95 or 0:>5.0f} ms  worker CPU {' '.join(f'{c:.0%}' for c in worker_cpu)}"
+            + (f"  {target} CPU {target_cpu:.0%}" if target_cpu is not None else ""))
+
+
+def _watch(stack: Stack, master, web: LocustWeb, worker_procs: list, server, target: str, series: Series,
+           deadline: float, progress) -> Phases:
+    """Every second until the master ends: the workers' and the target's CPU over that second (measured here,
+    rather than from Locust's worker reports, which lag by up to 5 s), the master's state and figures, a line of
+    series.csv and a live line. A worker that died while the test ran fails the run."""
+    worker_meters = [CpuMeter(w.pid) for w in worker_procs]
+    target_meter = CpuMeter(server.proc.pid) if server else None
+    psutil.cpu_percent(None)
+    phases = Phases()
+    while master.poll() is None:
+        if time.monotonic() > deadline:
+            raise LocalRunError(f"the Locust master did not finish in time:\n{stack.procs.log_tail(MASTER)}")
+        time.sleep(1)
+        # Read before the master's state: a worker that had died while the master still ran the test (its
+        # locustfile refused at start, say) left it sending less, or nothing. Workers end on the master's quit,
+        # which it sends once stopped.
+        died = [i for i, worker in enumerate(worker_procs) if worker.poll() not in (None, 0)]
+        try:
+            runner, status = web.state(), web.status()
+            series.rates.count(web.stats_entries())
+        except LocustWebError:
+            continue
+        if died and runner["state"] not in ("cleanup", "stopping", "stopped"):
+            i = died[0]
+            raise LocalRunError(f"Locust worker {i} exited with {worker_procs[i].returncode} during the run:\n"
+                                f"{stack.procs.log_tail(f'locust-worker-{i}', lines=3)}")
+        now = time.time()
+        target_cpu = target_meter.sample(keep=False) if target_meter else None
+        worker_cpu = [m.sample(keep=False) for m in worker_meters]
+        host_cpu = psutil.cpu_percent(None) / 100
+        phase = phases.tick(now, runner["state"], verdict.Sample(
+            worker_cpu=tuple(worker_cpu), host_cpu=host_cpu,
+            target_cpu=None if target_cpu is None else target_cpu / server.cpus))
+        if phase is None:
+            continue  # waiting for the workers
+        # The second the tick's interval (the last second) mostly lies in.
+        series.add(int(now - 0.5), phase, runner["user_count"], status, worker_cpu,
+                   None if target_cpu is None else target_cpu / server.cpus, host_cpu)
+        series.flush(now)
+        progress(_live_line(now - phases.swarm_start, phase, runner["user_count"], series.rates.live_rps(), status,
+                            worker_cpu, target, target_cpu))
+    return phases
+
+
 def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
         progress=print, target: str = "backend", tls_mode: str | None = None, test: OwnTest | None = None,
         host: str | None = None, wait_s: float = 0.0, arrival_rate: float | None = None) -> Result:
@@ -183,14 +282,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     cover the steady window: it resets them once every user runs (--reset-stats); series.csv has the ramp-up.
     With `arrival_rate` the users are the open model's pool: requests go out at that rate (loadtest_arrival), the
     latencies are from each request's slot, and the master writes the service times and late starts to arrival.json."""
-    if test is None:
-        chosen = scenarios.get(scenario)
-        tls_mode = tls_mode or chosen.default_tls_mode
-        targets.check_tls_mode(chosen, targets.get(target), tls_mode)
-        files, env = chosen.locustfile, {"LOADTEST_WAIT": f"{wait_s:g}"}
-    else:
-        tls_mode = tls_mode or "none"
-        files, env = usertest.locustfiles(test.locustfile), own_test_env(test.locustfile, test.pythonpath)
+    files, env, tls_mode = _locustfiles(scenario, test, target, tls_mode, wait_s)
     env[RESET_STATS_ENV] = "true"  # master and workers alike, as Locust asks
     workdir.mkdir(parents=True, exist_ok=True)
     if arrival_rate:
@@ -209,74 +301,15 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             "--host", host, "--csv", str(workdir / "stats"), "--json-file", str(workdir / "stats"),
             "--html", str(workdir / "report.html"), "--exit-code-on-error", "0",
             expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
-        web = LocustWeb(locust.web_url, locust.web_credentials)
         worker_procs = locust.start_workers(workers)
-        worker_meters = [CpuMeter(w.pid) for w in worker_procs]
-        target_meter = CpuMeter(server.proc.pid) if server else None
-        psutil.cpu_percent(None)
         load = f"{arrival_rate:,g} requests/s from {users} users" if arrival_rate else f"{users} users"
         progress(f"loadtest local: {scenario} against {where} on {host}, "
                  f"{workers} worker(s), {load}, {run_time_s} s")
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S
         series = Series(workdir / "series.csv")
-        samples: list[verdict.Sample] = []
-        swarm_start = steady_start = steady_end = stopped = None
-        steady_before = False  # every user was running at the previous tick
         try:
-            while master.poll() is None:
-                if time.monotonic() > deadline:
-                    raise LocalRunError(f"the Locust master did not finish in time:\n{stack.procs.log_tail(MASTER)}")
-                time.sleep(1)
-                # Read before the master's state: a worker that had died while the master still ran the test (its
-                # locustfile refused at start, say) left it sending less, or nothing. Workers end on the master's
-                # quit, which it sends once stopped.
-                died = [i for i, worker in enumerate(worker_procs) if worker.poll() not in (None, 0)]
-                try:
-                    runner = web.state()
-                    status = web.status()
-                    series.rates.count(web.stats_entries())
-                except LocustWebError:
-                    continue
-                if died and runner["state"] not in ("cleanup", "stopping", "stopped"):
-                    i = died[0]
-                    raise LocalRunError(f"Locust worker {i} exited with {worker_procs[i].returncode} during the run:\n"
-                                        f"{stack.procs.log_tail(f'locust-worker-{i}', lines=3)}")
-                now = time.time()
-                # CPU over the second since the previous tick, measured here rather than taken from Locust's worker
-                # reports, which lag by up to 5 s. It is the steady window's when every user ran at both its ends.
-                target_cpu = target_meter.sample(keep=False) if target_meter else None
-                worker_cpu = [m.sample(keep=False) for m in worker_meters]
-                host_cpu = psutil.cpu_percent(None) / 100
-                state, users_now = runner["state"], runner["user_count"]
-                steady_now = state == "running"
-                if state not in ("spawning", "running") and swarm_start is None:
-                    continue  # waiting for the workers
-                swarm_start = swarm_start or now
-                if steady_now and steady_before:
-                    phase = STEADY
-                    samples.append(verdict.Sample(
-                        worker_cpu=tuple(worker_cpu), host_cpu=host_cpu,
-                        target_cpu=None if target_cpu is None else target_cpu / server.cpus))
-                    steady_end = now
-                elif steady_now or state == "spawning":
-                    phase = RAMP_UP
-                else:
-                    phase = STOP
-                    stopped = stopped or now
-                if steady_now and steady_start is None:
-                    steady_start = now
-                steady_before = steady_now
-                # The second the tick's interval (the last second) mostly lies in.
-                series.add(int(now - 0.5), phase, users_now, status, worker_cpu, target_cpu, host_cpu)
-                series.flush(now)
-                rps = series.rates.live_rps()
-                p95 = (status.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
-                progress(
-                    f"  [{now - swarm_start:4.0f} s] {phase:<7}  users {users_now:>5}  "
-                    f"RPS {'-' if rps is None else f'{rps:,.0f}':>9}  failures {status.get('fail_ratio', 0):>6.2%}  "
-                    f"p95 {p95 or 0:>5.0f} ms  worker CPU {' '.join(f'{c:.0%}' for c in worker_cpu)}"
-                    + (f"  {target} CPU {target_cpu:.0%}" if target_cpu is not None else "")
-                )
+            phases = _watch(stack, master, LocustWeb(locust.web_url, locust.web_credentials), worker_procs, server,
+                            target, series, time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S,
+                            progress)
         finally:
             final = workdir / "stats.json"
             if final.exists():  # the counts of the last seconds, every worker's last report in them
@@ -284,14 +317,17 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             series.close()
         if master.returncode != 0:
             raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{stack.procs.log_tail(MASTER)}")
+    return _result(workdir, phases, scenario, workers, users, run_time_s, server, target, tls_mode, arrival_rate)
+
+
+def _result(workdir: Path, phases: Phases, scenario: str, workers: int, users: int, run_time_s: int, server,
+            target: str, tls_mode: str, arrival_rate: float | None) -> Result:
+    """The run's Result: Locust's final figures, and the steady window's CPU means and verdict window."""
     ended = time.time()
     final = locuststats.read(workdir / "stats.json")
     if final is None:
         raise LocalRunError(f"Locust wrote no stats; see {workdir}/{MASTER}.log")
-    window = SteadyWindow(
-        start=steady_start if samples else None, end=steady_end, samples=len(samples),
-        ramp_up_s=((steady_start or ended) - swarm_start) if swarm_start else 0.0,
-        stop_s=ended - stopped if stopped else 0.0)
+    samples = phases.samples
     figures = arrival.Figures.read(workdir / arrival.FILE) if arrival_rate else None
     steady = verdict.Window.of(samples, late_starts=figures.late_share("cpu") if figures else None,
                                late_users=figures.late_share("users") if figures else None,
@@ -303,7 +339,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         worker_cpu=[sum(s.worker_cpu[i] for s in samples) / len(samples) for i in range(workers)] if samples else [],
         target_cpu=steady.target_cpu * server.cpus if server and steady.target_cpu is not None else None,
         target_cpus=server.cpus if server else 1, target=target, tls_mode=tls_mode,
-        host_cpu=steady.host_cpu, window=window, steady=steady, arrival=figures,
+        host_cpu=steady.host_cpu, window=phases.window(ended), steady=steady, arrival=figures,
         p999_ms=locuststats.figures(workdir / "stats.json")[checks.AGGREGATED].percentiles_ms[0.999],
     )
 

@@ -1,8 +1,11 @@
 """A local run's series.csv: each second's phase beside the requests Locust counted in it, written once the workers'
 reports have counted it."""
 import csv
+import io
 
-from loadtest.runtime.localrun import REPORT_LAG_S, STEADY, Series
+from loadtest import runresult
+from loadtest.runtime.localrun import RAMP_UP, REPORT_LAG_S, STEADY, STOP, Series
+
 
 def entries(counts: dict[int, tuple[int, int]]) -> list[dict]:
     """Locust's --json-file entries holding these (requests, failures) per second."""
@@ -35,7 +38,19 @@ def test_closing_writes_the_lines_still_pending(tmp_path):
     series.rates.count(entries({100: (1000, 0)}))
     series.close()
     (row,) = csv.DictReader(path.open())
-    assert row["rps"] == "1000" and row["target_cpu_cores"] == ""
+    assert row["rps"] == "1000" and row["target_cpu_ratio"] == "" and row["p99_ms"] == ""
+
+
+def test_a_local_run_and_a_release_write_one_format(tmp_path):
+    """The same columns, whether the seconds were sampled here or the scrapes read from a release's Prometheus; the
+    release's phase comes from the runner's states."""
+    columns = {"running": {1.0: 0, 2.0: 1, 3.0: 1, 4.0: 0}, "spawning": {1.0: 1, 2.0: 0, 3.0: 0, 4.0: 0},
+               "rps": {2.0: 900.0, 3.0: 1000.0}, "worker_throttling_max": {3.0: 0.5}}
+    rows = list(csv.DictReader(io.StringIO(runresult.files.series_csv(columns))))
+    assert [r["phase"] for r in rows] == [RAMP_UP, STEADY, STEADY, STOP]
+    assert (rows[2]["rps"], rows[2]["worker_throttling_max"], rows[2]["host_cpu"]) == ("1000", "0.5", "")
+    Series(tmp_path / "local.csv").close()
+    assert next(csv.reader((tmp_path / "local.csv").open())) == list(rows[0]) == list(runresult.files.SERIES_COLUMNS)
 
 
 def test_the_versions_line_names_only_the_programs_the_run_started(monkeypatch):

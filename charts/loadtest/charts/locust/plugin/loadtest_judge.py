@@ -201,19 +201,15 @@ def conditions(environment) -> dict[str, str]:
     return facts
 
 
-@events.init.add_listener
-def _register(environment, **_):
-    if CHECKS_ENV not in os.environ or not isinstance(environment.runner, MasterRunner):
-        return
-    text = os.environ[CHECKS_ENV]
+def settings() -> tuple[list, str | None, object, float]:
+    """The checks, the run's folder, its bucket and the seconds between the bucket's syncs, from the environment the
+    chart gives; a bad one ends the master with exit 2, naming it."""
     try:
-        checks = loadtest_checks.parse_all([text])
+        checks = loadtest_checks.parse_all([os.environ[CHECKS_ENV]])
     except loadtest_checks.CheckError as e:
         logger.error("%s: %s", CHECKS_ENV, e)
         raise SystemExit(loadtest_checks.BAD_INPUT) from None
-    cpu = WorkerCpu(environment.runner)
-    environment.events.worker_report.add_listener(cpu.add)
-    started, steady, folder = time.time(), [None, None], results_folder()
+    folder = results_folder()
     try:
         store = bucket() if folder else None
     except (ValueError, loadtest_s3.S3Error) as e:
@@ -226,54 +222,84 @@ def _register(environment, **_):
     if not 0 < sync_s < float("inf"):
         logger.error("%s=%r: seconds between uploads, above 0, e.g. 30", S3_SYNC_ENV, os.environ.get(S3_SYNC_ENV))
         raise SystemExit(loadtest_checks.BAD_INPUT)
-    if store is not None:
-        upload_at_exit(store, folder)
-    if folder:
-        # Until the run ends, its folder says it did not: a master that crashes leaves it marked incomplete, beside
-        # the CSV files Locust has been writing.
-        results.write(results.RunReport(conditions(environment), started, started, incomplete=CRASHED), folder)
-        if store is not None:
-            sync_while_running(store, folder, sync_s)
+    return checks, folder, store, sync_s
 
-    @environment.events.spawning_complete.add_listener
-    def steady_from(**_):
-        steady[0], steady[1] = time.time(), None
 
-    @environment.events.test_stop.add_listener
-    def steady_until(**_):
-        steady[1] = steady[1] or time.time()
+class JudgedRun:
+    """One run the master ends itself: its folder, marked incomplete until its end; its steady window's bounds; its
+    workers' samples; and, when the master quits, its judgement as the exit code."""
 
-    @environment.events.quitting.add_listener
-    def judge(environment, **_):
+    def __init__(self, environment, checks: list, folder: str | None, store):
+        self.environment, self.checks, self.folder, self.store = environment, checks, folder, store
+        self.cpu = WorkerCpu(environment.runner)
+        self.started, self.steady = time.time(), [None, None]
+
+    def keep(self, sync_s: float) -> None:
+        """Until the run ends, its folder says it did not: a master that crashes leaves it marked incomplete, beside
+        the CSV files Locust has been writing; a bucket gets the folder as it grows, and whole at exit."""
+        if not self.folder:
+            return
+        if self.store is not None:
+            upload_at_exit(self.store, self.folder)
+        results.write(results.RunReport(conditions(self.environment), self.started, self.started, incomplete=CRASHED),
+                      self.folder)
+        if self.store is not None:
+            sync_while_running(self.store, self.folder, sync_s)
+
+    def steady_from(self, **_) -> None:
+        self.steady[0], self.steady[1] = time.time(), None
+
+    def steady_until(self, **_) -> None:
+        self.steady[1] = self.steady[1] or time.time()
+
+    def judge(self, environment, **_) -> None:
+        """The checks and the verdict, the run's folder written, and the exit code set."""
         stats = environment.runner.stats
         # serialize(), not serialize_stats(): that one resets the entries Locust still writes to its files.
         figures = loadtest_checks.from_entries([e.serialize() for e in stats.entries.values()])
         arrival = loadtest_arrival.totals
         # The open model's run is held to its offered rate beside its own checks: one that sent less never passes.
-        outcomes = loadtest_checks.judge(checks + ([loadtest_checks.rate_check(arrival.rate)] if arrival else []),
-                                         figures)
+        outcomes = loadtest_checks.judge(
+            self.checks + ([loadtest_checks.rate_check(arrival.rate)] if arrival else []), figures)
         for outcome in outcomes:
             logger.info("check %s", outcome.describe())
-        window = steady_window(cpu, arrival, figures)
+        window = steady_window(self.cpu, arrival, figures)
         verdict = loadtest_verdict.judge(window)
-        bound = verdict.kind == loadtest_verdict.GENERATOR_BOUND
         logger.info("verdict %s: %s", verdict.kind, verdict.reason)
-        code = loadtest_checks.exit_code(outcomes, bound, figures[loadtest_checks.AGGREGATED].requests)
-        if folder:
-            write_series(folder, started, time.time())
-            report = results.RunReport(
-                conditions(environment), started, time.time(), figures, outcomes,
-                verdict=verdict,
-                cpu={"busiest_worker": window.busiest_worker if window.samples else None,
-                     "generator_saturated_share": window.generator_share, "steady_samples": window.samples},
-                window={"start": steady[0], "end": steady[1] or time.time(),
-                        "seconds": round((steady[1] or time.time()) - steady[0], 1) if steady[0] else 0.0},
-                judged="every user running, before the stop (Locust reset its statistics when the last user started)")
-            report.baseline = results.hold_to(baseline_of(store), report.to_json())
-            if report.baseline:
-                (logger.error if report.baseline.invalid else logger.info)("%s", report.baseline.describe())
-            results.write(report, folder)
-            logger.info("results in %s", folder)
-            code = report.exit_code
+        code = loadtest_checks.exit_code(outcomes, verdict.kind == loadtest_verdict.GENERATOR_BOUND,
+                                         figures[loadtest_checks.AGGREGATED].requests)
+        if self.folder:
+            code = self.write(figures, outcomes, window, verdict)
         logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code].meaning)
         environment.process_exit_code = code
+
+    def write(self, figures: dict, outcomes: list, window: loadtest_verdict.Window,
+              verdict: loadtest_verdict.Verdict) -> int:
+        """The run's folder (series.csv, result.json and the rest), held to the pinned baseline; its exit code."""
+        write_series(self.folder, self.started, time.time())
+        start, end = self.steady[0], self.steady[1] or time.time()
+        report = results.RunReport(
+            conditions(self.environment), self.started, time.time(), figures, outcomes, verdict=verdict,
+            cpu={"busiest_worker": window.busiest_worker if window.samples else None,
+                 "generator_saturated_share": window.generator_share, "steady_samples": window.samples},
+            window={"start": start, "end": end, "seconds": round(end - start, 1) if start else 0.0},
+            judged="every user running, before the stop (Locust reset its statistics when the last user started)")
+        report.baseline = results.hold_to(baseline_of(self.store), report.to_json())
+        if report.baseline:
+            (logger.error if report.baseline.invalid else logger.info)("%s", report.baseline.describe())
+        results.write(report, self.folder)
+        logger.info("results in %s", self.folder)
+        return report.exit_code
+
+
+@events.init.add_listener
+def _register(environment, **_):
+    if CHECKS_ENV not in os.environ or not isinstance(environment.runner, MasterRunner):
+        return
+    checks, folder, store, sync_s = settings()
+    run = JudgedRun(environment, checks, folder, store)
+    environment.events.worker_report.add_listener(run.cpu.add)
+    environment.events.spawning_complete.add_listener(run.steady_from)
+    environment.events.test_stop.add_listener(run.steady_until)
+    environment.events.quitting.add_listener(run.judge)
+    run.keep(sync_s)

@@ -285,9 +285,15 @@ def hold_to(baseline: tuple[str, dict | str] | None, current: dict,
 
 
 
-# The run's series (series.csv), one column per query of the release's Prometheus ($sel: the release's series,
-# $r: the rate window): what `loadtest run --release` collects through a port-forward, and the master of a judged
-# run in its pod.
+# The run's series (series.csv), one format wherever it ran: a line a second from `loadtest run --local`, a line a
+# scrape from the release's Prometheus (`loadtest run --release`, and the master of a judged run in its pod). A cell
+# is empty where its path has no such figure (p99 and throttling locally; the host's CPU in a cluster). `phase` is
+# ramp-up (users being spawned), steady (every user running: the judged window) or stop.
+SERIES_COLUMNS = ("time", "phase", "users", "rps", "fail_ratio", "p50_ms", "p95_ms", "p99_ms", "worker_cpu_max",
+                  "worker_throttling_max", "target_cpu_ratio", "host_cpu")
+RAMP_UP, STEADY, STOP = "ramp-up", "steady", "stop"
+# One query of the release's Prometheus per column ($sel: the release's series, $r: the rate window), and the
+# runner's states, of which the phase is made.
 SERIES = {
     "users": "sum(locust_users{$sel})",
     "rps": "sum(rate(locust_requests_total{$sel}[$r]))",
@@ -298,6 +304,9 @@ SERIES = {
     "worker_cpu_max": "max(loadtest:worker_cpu_saturation:ratio{$sel})",
     "worker_throttling_max": "max(loadtest:worker_cpu_throttling:ratio{$sel})",
     "target_cpu_ratio": "max(loadtest:target_cpu_saturation:ratio{$sel})",
+    "host_cpu": "max(loadtest:host_cpu_saturation:ratio{$sel})",
+    "spawning": 'max(locust_runner_state{$sel, state="spawning"})',
+    "running": 'max(locust_runner_state{$sel, state="running"})',
 }
 
 
@@ -308,13 +317,17 @@ def series_queries(release: str, scrape_interval_s: float) -> dict[str, str]:
 
 
 def series_csv(columns: dict[str, dict[float, float]]) -> str:
-    """series.csv: every SERIES column at each time any has a value (empty where one has none)."""
+    """series.csv of SERIES' columns: a line at each time any has a value (a cell empty where one has none)."""
     def cell(value):
         return "" if value is None or value != value else f"{value:.6g}"
 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(("time", *SERIES))
+    writer.writerow(SERIES_COLUMNS)
+    seen_steady = False
     for t in sorted({t for column in columns.values() for t in column}):
-        writer.writerow((f"{t:.3f}", *(cell(columns.get(name, {}).get(t)) for name in SERIES)))
+        running, spawning = columns.get("running", {}).get(t), columns.get("spawning", {}).get(t)
+        seen_steady = seen_steady or running == 1
+        phase = STEADY if running == 1 else RAMP_UP if spawning == 1 else STOP if seen_steady else ""
+        writer.writerow((f"{t:.3f}", phase, *(cell(columns.get(name, {}).get(t)) for name in SERIES_COLUMNS[2:])))
     return out.getvalue()
