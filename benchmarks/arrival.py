@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-
 from generators import GENERATOR_CPU, Target  # a sibling script: the same pinned nginx
-from loadtest import arrival, checks, locuststats, scenarios
+
 from loadtest.errors import RunFailed
+from loadtest.judging import checks, locuststats
 from loadtest.runtime import localrun, tools, vegeta
 from loadtest.runtime.locust import command as locust_command
 from loadtest.runtime.processes import stop
+from loadtest.workload import arrival, scenarios
 
 DEFAULT_RATES = "1000,2000,3000,4000,5000,6000,7000,8000,9000,10000,12000"
 LATE_MAX = 0.01

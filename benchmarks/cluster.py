@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from loadtest import paths, profiles
+from loadtest import paths
+from loadtest.capacity import profiles
 from loadtest.runtime import cluster as localcluster
 from loadtest.runtime import tools
 

@@ -25,10 +25,12 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from loadtest import checks, paths, scenarios
+from loadtest import paths
+from loadtest.judging import checks
 from loadtest.runtime.cpu import cpu_seconds, process_tree
 from loadtest.runtime.locust import command as locust_command
 from loadtest.runtime.processes import free_port, stop
+from loadtest.workload import scenarios
 
 TARGET_CPU, GENERATOR_CPU = 0, 1
 STARTUP_TIMEOUT_S = 30

@@ -30,12 +30,12 @@ from pathlib import Path
 
 import psutil
 
-from loadtest import scenarios
 from loadtest.runtime import tools
 from loadtest.runtime.cpu import cpu_seconds, process_tree
 from loadtest.runtime.locust import command as locust_command
 from loadtest.runtime.processes import Processes, stop
 from loadtest.runtime.stack import Stack
+from loadtest.workload import scenarios
 
 WARMUP_S = 3.0
 STARTUP_TIMEOUT_S = 30

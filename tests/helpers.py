@@ -14,7 +14,8 @@ from typing import Callable, TypeVar
 
 import pytest
 
-from loadtest import checks, commands, runresult, verdict
+from loadtest import commands
+from loadtest.judging import checks, runresult, verdict
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Requirement texts and whether they are pinned with their hashes: the CLI (loadtest.usertest) and the chart
+"""Requirement texts and whether they are pinned with their hashes: the CLI (loadtest.workload.usertest) and the chart
 (locust.packages.requirements) must answer the same, so the unit and the chart layer both run this table."""
 
 HASH = "--hash=sha256:" + "0" * 64

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loadtest import verdict
-from loadtest.verdict import Sample
+from loadtest.judging import verdict
+from loadtest.judging.verdict import Sample
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ COMMANDS = ("catalog", "size", "plan", "calibrate", "local", "run", "sweep", "tu
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import checks  # finds the chart (loadtest.paths): main turns a failure into a message
+    from ..judging import checks  # finds the chart (loadtest.paths): main turns a failure into a message
 
     parser = argparse.ArgumentParser(prog="loadtest", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"loadtest: error: {e}", file=sys.stderr)
         return 2
-    from .. import checks  # found by paths, which build_parser has just proved
+    from ..judging import checks  # found by paths, which build_parser has just proved
 
     args = parser.parse_args(argv)
     try:

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import locust
 
-from .. import calibration, checks, paths, scenarios, units
+from .. import paths, units
+from ..capacity import calibration
 from ..errors import UsageError
+from ..judging import checks
 from ..runtime import calibrate, localrun
 from ..runtime.cpu import cpu_model
+from ..workload import scenarios
 from . import owntest, types
 
 

@@ -1,7 +1,7 @@
 """`loadtest catalog`: the node types the sizing knows."""
 from __future__ import annotations
 
-from .. import catalog
+from ..capacity import catalog
 
 
 def run(args) -> int:

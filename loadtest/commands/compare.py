@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import compare, paths
+from .. import paths
+from ..judging import compare
 from . import types
 
 

@@ -1,4 +1,4 @@
-"""`loadtest dashboards`: regenerate the Grafana dashboards (JSON) from loadtest/dashboards.py."""
+"""`loadtest dashboards`: regenerate the Grafana dashboards (JSON) from loadtest/generate/dashboards.py."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,14 +11,14 @@ def run(args) -> int:
     if importlib.util.find_spec("grafana_foundation_sdk") is None:
         raise UsageError("the dashboards are written with grafana-foundation-sdk: pip install 'loadtest[dev]' "
                          "(scripts/setup installs it)")
-    from .. import dashboards  # only this command needs the SDK
+    from ..generate import dashboards  # only this command needs the SDK
 
     return check_or_write(args.check, dashboards, "dashboards",
-                          f"dashboards match loadtest/dashboards.py ({len(dashboards.DASHBOARDS)} files)")
+                          f"dashboards match loadtest/generate/dashboards.py ({len(dashboards.DASHBOARDS)} files)")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("dashboards", help="regenerate the Grafana dashboards (JSON) from loadtest/dashboards.py",
-                       description=__doc__)
+    p = sub.add_parser("dashboards", description=__doc__,
+                       help="regenerate the Grafana dashboards (JSON) from loadtest/generate/dashboards.py")
     p.add_argument("--check", action="store_true", help="only report dashboards that differ (exit 1 if any)")
     p.set_defaults(func=run)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import checks, history, paths
+from .. import paths
 from ..errors import UsageError
+from ..judging import checks, history
 from ..runtime import store
 from ..runtime.release import Release
 from . import types

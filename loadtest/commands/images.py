@@ -1,9 +1,9 @@
 """`loadtest images`: the container images the local cluster's real node runs, built here under the chart's own
-references (see loadtest.images: what each keeps of the official image, and what cannot be built)."""
+references (see loadtest.generate.images: what each keeps of the official image, and what cannot be built)."""
 from __future__ import annotations
 
 from ..errors import UsageError
-from ..images import IMAGES
+from ..generate.images import IMAGES
 from ..runtime import images as builder
 
 

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import psutil
 
-from .. import arrival, checks, paths, scenarios, targets, units, verdict
+from .. import paths, units
 from ..errors import UsageError
+from ..judging import checks, verdict
 from ..runtime import localrun
-from . import types
-from . import owntest
+from ..workload import arrival, scenarios, targets
+from . import owntest, types
 
 
 def print_result(r: localrun.Result, out=print) -> None:

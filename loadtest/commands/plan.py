@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import catalog, clusterfiles, paths, planner, profiles, scenarios, units, valuesgen
-from ..calibration import DEFAULT_FILE, load_calibration
+from .. import paths, units
+from ..capacity import catalog, clusterfiles, planner, profiles
+from ..capacity.calibration import DEFAULT_FILE, load_calibration
 from ..errors import UsageError
+from ..generate import valuesgen
 from ..runtime import schemacheck
+from ..workload import scenarios
 from . import types
 
 OUTPUTS = ("write_values", "write_cluster", "write_karpenter")

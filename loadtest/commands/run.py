@@ -24,8 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-from .. import checks, compare, locuststats, paths, runresult, units
+from .. import paths, units
 from ..errors import RunFailed, UsageError
+from ..judging import checks, compare, locuststats, runresult
 from ..runtime import localrun, release, releaserun
 from . import local, types
 

@@ -1,7 +1,8 @@
 """`loadtest size`: how many one-core workers fit N nodes of a type, with the arithmetic."""
 from __future__ import annotations
 
-from .. import catalog, sizing, units
+from .. import units
+from ..capacity import catalog, sizing
 from ..errors import UsageError
 from . import types
 

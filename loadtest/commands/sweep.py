@@ -26,21 +26,23 @@ import os
 import sys
 from pathlib import Path
 
-from .. import paths, report, scenarios, targets, units
+from .. import paths, units
 from ..errors import RunFailed, UsageError
-from ..sweep import ARRIVAL_RATE, KINDS, MIN_WARMUP_S, USERS_PER_WORKER, Spec, check_open_model, measured_window, \
-    parse_steps
+from ..judging import sweepreport
 from ..runtime import sweep_cluster, sweep_local
 from ..runtime.locustweb import CREDENTIALS_ENV
 from ..runtime.sweeper import Sweeper
+from ..workload import scenarios, targets
+from ..workload.sweep import (ARRIVAL_RATE, KINDS, MIN_WARMUP_S, USERS_PER_WORKER, Spec, check_open_model,
+                              measured_window, parse_steps)
 from . import types
 
 
-def print_summary(sweep: report.Sweep, files: dict[str, Path], out=print) -> None:
+def print_summary(sweep: sweepreport.Sweep, files: dict[str, Path], out=print) -> None:
     out("")
-    out(report.sizing_table(sweep))
+    out(sweepreport.sizing_table(sweep))
     out("")
-    out(report.verdict_line(sweep))
+    out(sweepreport.verdict_line(sweep))
     out("report: " + ", ".join(str(p) for p in files.values()))
 
 
@@ -55,7 +57,7 @@ def locust_credentials(args) -> str | None:
 
 
 def check_output(out: Path, force: bool) -> None:
-    if report.files_in(out)["json"].exists() and not force:
+    if sweepreport.files_in(out)["json"].exists() and not force:
         raise UsageError(f"--output {out} holds an earlier sweep: give another folder, or --force to replace it")
 
 
@@ -90,13 +92,13 @@ def run(args) -> int:
         with driver:
             sweep = Sweeper(driver, spec, report_dir=out).run()
     except (KeyboardInterrupt, RunFailed):
-        if report.files_in(out)["json"].exists():
+        if sweepreport.files_in(out)["json"].exists():
             print(f"loadtest sweep: ended early; the steps measured so far are in {out}, marked incomplete",
                   file=sys.stderr)
         raise
     if not sweep.records:
         raise RunFailed("no step was measured")
-    print_summary(sweep, report.files_in(out))  # the sweeper wrote them after the last step
+    print_summary(sweep, sweepreport.files_in(out))  # the sweeper wrote them after the last step
     return 0
 
 

@@ -27,8 +27,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import checks, paths, tuning
+from .. import paths
 from ..errors import UsageError
+from ..judging import checks, tuning
 from ..runtime import tune
 from ..runtime.prom import Prometheus
 from ..runtime.release import Release

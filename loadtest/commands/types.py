@@ -9,8 +9,9 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from .. import checks, units
+from .. import units
 from ..errors import UsageError
+from ..judging import checks
 
 # Helm's release names and Kubernetes namespaces: DNS-1123 (a release name at most 53 characters).
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -1,7 +1,7 @@
 """`loadtest values`: regenerate values/*.yaml from the catalog, and what the chart lists from the registries."""
 from __future__ import annotations
 
-from .. import valuesgen
+from ..generate import valuesgen
 from .generated import check_or_write
 
 

@@ -1,12 +1,13 @@
 """Measuring RPS per worker core on this machine: one worker, enough users to keep it busy, a short local run per
 scenario (or of the user's own test); RPS over the worker's measured CPU (in cores) is the figure
-(loadtest.calibration)."""
+(loadtest.capacity.calibration)."""
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
-from .. import calibration, verdict
+from ..capacity import calibration
+from ..judging import verdict
 from . import localrun
 
 USERS_PER_WORKER = 50

@@ -1,4 +1,4 @@
-"""Builds the images of loadtest.images into OCI archives and imports them into the local node's containerd.
+"""Builds the images of loadtest.generate.images into OCI archives and imports them into the local node's containerd.
 
 A build is cached by content: the archive's name carries a hash of everything it is made from (the image's entry,
 the Debian package list, each built program's bytes, the requirement files). A Debian root comes from mmdebstrap;
@@ -26,7 +26,7 @@ from typing import Callable
 
 from .. import paths
 from ..errors import RunFailed
-from ..images import IMAGES, Image
+from ..generate.images import IMAGES, Image
 from . import tools
 
 CACHE = paths.CACHE / "images"

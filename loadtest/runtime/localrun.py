@@ -1,7 +1,7 @@
 """A whole load test on one machine, no cluster: the chart's target and backend (runtime.stack), a Locust master
 and workers (runtime.locust), a bounded run, and its figures: RPS, failures, latency, CPU of each side.
 
-CPU comes from the processes (psutil), since no Prometheus runs here; the verdict is loadtest.verdict's over the
+CPU comes from the processes (psutil), since no Prometheus runs here; the verdict is loadtest.judging.verdict's over the
 steady window (every user running, before the stop), from the saturation rules' thresholds.
 """
 from __future__ import annotations
@@ -17,8 +17,10 @@ from pathlib import Path
 import locust
 import psutil
 
-from .. import arrival, checks, locuststats, paths, runresult, scenarios, targets, usertest, verdict
+from .. import paths
 from ..errors import RunFailed, UsageError
+from ..judging import checks, locuststats, runresult, verdict
+from ..workload import arrival, scenarios, targets, usertest
 from . import packages, tools
 from .cpu import CpuMeter, cpu_model
 from .locust import MASTER, RESET_STATS_ENV, Locust, user_classes

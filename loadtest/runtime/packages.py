@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import paths, usertest
+from .. import paths
 from ..errors import RunFailed, UsageError
+from ..workload import usertest
 
 INSTALL_TIMEOUT_S = 300
 

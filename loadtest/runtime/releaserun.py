@@ -5,7 +5,7 @@ UI, prints live figures, stops the swarm after the run time, and collects into t
 ends: Locust's HTML report, CSVs and statistics (stats.json) from the web UI, and the run's series from the
 release's Prometheus (series.csv). Only the steady window is judged (every user running, until the stop): the
 command resets Locust's statistics when it begins (a worker's report still in flight then, at most 3 s of
-requests, still counts), so the checks read its figures, and the verdict is loadtest.verdict's over the rules'
+requests, still counts), so the checks read its figures, and the verdict is loadtest.judging.verdict's over the rules'
 steady samples in it.
 """
 from __future__ import annotations
@@ -17,9 +17,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import paths, runresult, verdict
-from ..locuststats import PerSecond
+from .. import paths
 from ..errors import RunFailed, UsageError
+from ..judging import runresult, verdict
+from ..judging.locuststats import PerSecond
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus, PrometheusError
 from .release import Release

@@ -1,13 +1,14 @@
 """The files `loadtest plan --write-cluster/--write-karpenter` writes, checked offline against their tools' own
 schemas as the set-up scripts fetched them: eksctl's ClusterConfig JSON schema (with jsonschema, in
-loadtest.clusterfiles) and Karpenter's NodePool and EC2NodeClass CRDs (with kubeconform, here)."""
+loadtest.capacity.clusterfiles) and Karpenter's NodePool and EC2NodeClass CRDs (with kubeconform, here)."""
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from .. import clusterfiles, crdschemas
+from ..capacity import clusterfiles
 from ..errors import RunFailed
+from ..generate import crdschemas
 from . import tools
 
 

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import yaml
 
-from .. import paths, targets
+from .. import paths
 from ..errors import RunFailed
+from ..workload import targets
 from . import tools
 from .processes import LOCAL_HOST, Processes, free_port
 

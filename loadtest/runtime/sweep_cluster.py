@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import paths, targets
-from ..sweep import Spec, SweepError, check_open_model
+from .. import paths
+from ..workload import targets
+from ..workload.sweep import Spec, SweepError, check_open_model
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 from .release import Release, ReleaseError

@@ -22,14 +22,15 @@ from pathlib import Path
 
 import yaml
 
-from .. import rules, scenarios, targets
 from ..errors import RunFailed
-from ..sweep import Spec, SweepError
+from ..judging import rules
+from ..workload import scenarios, targets
+from ..workload.sweep import Spec, SweepError
 from . import tools
 from .cpu import CpuMeter, cpu_model
+from .localrun import ARRIVAL_RATE_ENV, describe, versions
 from .locust import MASTER, Locust
 from .locustweb import LocustWeb, LocustWebError
-from .localrun import ARRIVAL_RATE_ENV, describe, versions
 from .processes import LOCAL_HOST, STARTUP_TIMEOUT_S, free_port, stop
 from .prom import Prometheus, PrometheusError
 from .stack import Stack

@@ -2,13 +2,14 @@
 in the open model, the arrival rate), waits out a warm-up, then holds for a measured window, and reads the window
 from Prometheus.
 
-RPS, failures and latency percentiles come from the Locust metrics plugin's series, the workers' and the target's
-CPU from the saturation rules, and the step's verdict is loadtest.verdict's over the window's steady samples, each
-side's saturation as the rules recorded it (`loadtest:*_saturated_steady:bool`). The sweep stops at the knee (RPS stopped rising while p95 grew, or requests failed) or as soon as the
-generator saturates: from then on the RPS is the generator's ceiling, never the target's capacity. An arrival-rate
-step also reads the offered rate and the workers' slots and late starts over its window (exact counts, like the
-requests'), and stops the sweep at the first rate not held (achieved under arrival.ACHIEVED_SHARE of offered); late
-starts for want of worker CPU make a step generator-bound, as in `loadtest local`.
+RPS, failures and latency percentiles come from the Locust metrics plugin's series, the workers' and the target's CPU
+from the saturation rules, and the step's verdict is loadtest.judging.verdict's over the window's steady samples, each
+side's saturation as the rules recorded it (`loadtest:*_saturated_steady:bool`). The sweep stops at the knee (RPS
+stopped rising while p95 grew, or requests failed) or as soon as the generator saturates: from then on the RPS is the
+generator's ceiling, never the target's capacity. An arrival-rate step also reads the offered rate and the workers'
+slots and late starts over its window (exact counts, like the requests'), and stops the sweep at the first rate not held
+(achieved under arrival.ACHIEVED_SHARE of offered); late starts for want of worker CPU make a step generator-bound, as
+in `loadtest local`.
 
 A driver says where the load runs: the local stack (runtime.sweep_local) or a release (runtime.sweep_cluster).
 
@@ -24,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from .. import report, verdict
 from ..errors import RunFailed
-from ..knee import Step, knee_reason
-from ..locuststats import PerSecond
-from ..sweep import KINDS, Spec, measured_window, window_range
+from ..judging import sweepreport, verdict
+from ..judging.knee import Step, knee_reason
+from ..judging.locuststats import PerSecond
+from ..workload.sweep import KINDS, Spec, measured_window, window_range
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 
@@ -151,11 +152,11 @@ class Sweeper:
         self.driver, self.spec, self.progress, self.report_dir = driver, spec, progress, report_dir
         self.rates = PerSecond()
 
-    def save(self, sweep: report.Sweep) -> None:
+    def save(self, sweep: sweepreport.Sweep) -> None:
         if self.report_dir is not None and (sweep.records or sweep.incomplete):
-            report.write(sweep, self.report_dir)
+            sweepreport.write(sweep, self.report_dir)
 
-    def run(self) -> report.Sweep:
+    def run(self) -> sweepreport.Sweep:
         d, spec = self.driver, self.spec
         scrape_s = d.prometheus.scrape_interval_s()
         measured_window(spec.hold_s, scrape_s)
@@ -164,7 +165,7 @@ class Sweeper:
                  if spec.open_model else {})
         if spec.p99_bound_ms is not None:
             model["latency bound"] = f"p99 at most {spec.p99_bound_ms:g} ms: a step above it is the knee"
-        sweep = report.Sweep(conditions={
+        sweep = sweepreport.Sweep(conditions={
             **d.conditions(), "sweep": f"{KINDS[spec.kind]} {', '.join(map(str, spec.loads))}", **model,
             "warm-up per step": f"{spec.warmup_s} s", "measured window per step": f"{spec.hold_s} s",
             "Prometheus": f"{d.prometheus.version()}, scrape every {scrape_s:g} s",
@@ -197,7 +198,7 @@ class Sweeper:
                 pass
         return sweep
 
-    def step(self, index: int, load: int, scrape_s: float) -> report.StepRecord:
+    def step(self, index: int, load: int, scrape_s: float) -> sweepreport.StepRecord:
         d, spec = self.driver, self.spec
         of = f"step {index + 1}/{len(spec.loads)}"
         if spec.kind == "workers":
@@ -244,7 +245,7 @@ class Sweeper:
                       f"failures {step.failure_ratio:.2%}, busiest worker {busiest:.0%}"
                       + ("" if target_cores is None else f", target {target_cores:.2f} core(s)")
                       + f"; {v.kind}: {v.reason}")
-        return report.StepRecord(
+        return sweepreport.StepRecord(
             step=step, start=f["start"], end=f["end"], p50_ms=round(f["p50_ms"], 1), p99_ms=round(f["p99_ms"], 1),
             requests=round(f["requests"]), failures=round(f["failures"]), users=round(f["users"]),
             worker_cpu_max=busiest, worker_cpu_cores=f["worker_cpu_cores"], target_cpu_cores=target_cores,

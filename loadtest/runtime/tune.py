@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import time
 
-from .. import catalog, sizing, tuning, units
+from .. import units
+from ..capacity import catalog, sizing
 from ..errors import UsageError
+from ..judging import tuning
 from .locustweb import LocustWeb
 from .prom import Prometheus
 from .release import Release, ReleaseError

@@ -7,8 +7,8 @@ in two variants, `local` and `local-strict` (no additional properties). Their sh
 copy rewrites those references to the absolute file:// URI of the copied `_definitions.json`, and is written once
 per version into ${XDG_CACHE_HOME:-~/.cache}/loadtest/kubeconform-schemas/<version>/{local,local-strict}/.
 
-The prometheus-operator kinds the monitoring chart renders in operator mode: loadtest/crdschemas.py converts the
-CRDs scripts/install-monitoring-tools fetched (crd_schema_location, imported here for the chart tests).
+The prometheus-operator kinds the monitoring chart renders in operator mode: loadtest/generate/crdschemas.py converts
+the CRDs scripts/install-monitoring-tools fetched (crd_schema_location, imported here for the chart tests).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import importlib.metadata
 import importlib.resources
 from pathlib import Path
 
-from loadtest.crdschemas import build_once, cache_dir, crd_schema_location  # noqa: F401 (the chart tests' API)
+from loadtest.generate.crdschemas import build_once, cache_dir, crd_schema_location  # noqa: F401 (the chart tests' API)
 
 PACKAGE = "kubernetes_validate"
 PACKAGE_REF = '"/api/_definitions.json#'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import arrival
+from loadtest.workload import arrival
 
 MASTER, WORKER = "lt-locust-master", "lt-locust-worker"
 AUTOSTART = ("--set", "locust.mode=autostart")

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from loadtest import clusterfiles, commands, crdschemas, profiles
+from loadtest import commands
+from loadtest.capacity import clusterfiles, profiles
+from loadtest.generate import crdschemas
 from loadtest.runtime import schemacheck
 
 EKS_PROFILES = [p for p in profiles.PROFILES if p.target_node_type]

@@ -90,7 +90,8 @@ def test_schema_is_valid_draft7(path):
 
 
 def test_node_type_enum_sits_where_the_generator_rewrites_it():
-    """loadtest.valuesgen rewrites `$defs.nodeType.enum` from the instance catalog in every chart that has it."""
+    """loadtest.generate.valuesgen rewrites `$defs.nodeType.enum` from the instance catalog in every chart that has
+    it."""
     enums = {}
     for path in SCHEMAS:
         schema = json.loads(path.read_text())

@@ -8,11 +8,13 @@ import re
 import subprocess
 
 import pytest
+import schemas
 import yaml
 from test_render import assert_restricted  # the chart layer's Pod Security Standard "restricted" check
 
-import schemas
-from loadtest import dashboards, paths, rules
+from loadtest import paths
+from loadtest.generate import dashboards
+from loadtest.judging import rules
 from loadtest.runtime import tools
 
 RELEASE = "lt"

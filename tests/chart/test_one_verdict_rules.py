@@ -11,7 +11,7 @@ import pytest
 import yaml
 from verdict_table import CASES
 
-from loadtest import rules, verdict
+from loadtest.judging import rules, verdict
 from loadtest.runtime import tools
 
 STEP_S = 15  # a cluster's scrape interval: Prometheus 2 and 3 count a range's samples alike at 15 s

@@ -7,7 +7,8 @@ import re
 import pytest
 from requirement_cases import REQUIREMENTS
 
-from loadtest import paths, usertest
+from loadtest import paths
+from loadtest.workload import usertest
 
 RELEASE = "lt"
 SHOP = paths.HOME / "examples" / "shop"

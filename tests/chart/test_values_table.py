@@ -20,7 +20,7 @@ import pytest
 import yaml
 from conftest import CHART
 
-from loadtest import valuesgen
+from loadtest.generate import valuesgen
 
 # A subchart that is off by default validates its values only when it is on.
 OFF_BY_DEFAULT = {"nginx", "haproxy", "monitoring"}
@@ -127,16 +127,17 @@ def test_every_wrong_value_is_refused_naming_it(helm, case):
 
 
 # Classes of values (#40), walked from every values.schema.json: each port, quantity, address, CIDR, label, duration,
-# CPU set and object name the charts take is found, by the shared format its schema refers to (loadtest.valuesgen
-# FORMATS) or by its name, and must refuse every wrong value of its kind. A value added later is covered as soon as
-# it refers to a format or is named like its kind. Python's jsonschema tries each value against the same schema files
-# (cheap), and one `helm template` per wrong value proves that Helm refuses it at every place at once, naming each.
+# CPU set and object name the charts take is found, by the shared format its schema refers to
+# (loadtest.generate.valuesgen FORMATS) or by its name, and must refuse every wrong value of its kind. A value added
+# later is covered as soon as it refers to a format or is named like its kind. Python's jsonschema tries each value
+# against the same schema files (cheap), and one `helm template` per wrong value proves that Helm refuses it at every
+# place at once, naming each.
 CHARTS = {"loadtest": CHART, **{p.parent.name: p.parent for p in sorted(CHART.glob("charts/*/values.schema.json"))}}
 
 
 @dataclass(frozen=True)
 class Kind:
-    formats: tuple[str, ...]  # the shared formats of this kind (loadtest.valuesgen.FORMATS)
+    formats: tuple[str, ...]  # the shared formats of this kind (loadtest.generate.valuesgen.FORMATS)
     names: str  # a value whose dotted path matches this is of the kind whatever its schema says...
     bad: tuple  # ...and refuses each of these wrong values
     good: tuple = ()  # what every format of the kind takes
@@ -268,7 +269,7 @@ def test_every_format_of_a_kind_takes_its_good_values(kind):
 def test_every_value_of_a_kind_refuses_its_wrong_values(kind, chart, path):
     accepted = [v for v in KINDS[kind].bad if not refused_at(chart, path, v, KINDS[kind].keys)]
     assert not accepted, f"{chart}: {dotted(path)} accepts {accepted}: refer to a {kind} format of " \
-                         f"loadtest/valuesgen.py FORMATS"
+                         f"loadtest/generate/valuesgen.py FORMATS"
 
 
 def helm_says(stderr: str) -> set[tuple[str, str]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import clusterfiles, profiles
+from loadtest.capacity import clusterfiles, profiles
 from loadtest.runtime.cluster import NODE_GROUP_LABEL, Cluster, use_node_groups
 
 START_TIMEOUT_S = 60

@@ -10,10 +10,11 @@ shipped file tight as well).
 from __future__ import annotations
 
 import yaml
-
-from loadtest import clusterfiles, commands, paths, profiles
-from loadtest.runtime.cluster import pods
 from scheduling import assert_all_running
+
+from loadtest import commands, paths
+from loadtest.capacity import clusterfiles, profiles
+from loadtest.runtime.cluster import pods
 
 RELEASE = "lt"
 RELEASE_SELECTOR = f"app.kubernetes.io/instance={RELEASE}"

@@ -17,10 +17,13 @@ import urllib.request
 import pytest
 import yaml
 from helpers import wait_for
-
-from loadtest import dashboards, paths, profiles, rules
-from loadtest.runtime.processes import free_port, stop
 from scheduling import wait_scheduling_settled
+
+from loadtest import paths
+from loadtest.capacity import profiles
+from loadtest.generate import dashboards
+from loadtest.judging import rules
+from loadtest.runtime.processes import free_port, stop
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")

@@ -4,8 +4,11 @@ reach the master and every worker as the chart rendered them, and the pods sched
 KWOK pods run no containers, so that the example runs in pods is not shown here: no real node runs in this layer."""
 from __future__ import annotations
 
-from loadtest import paths, profiles, usertest
 from scheduling import assert_all_running
+
+from loadtest import paths
+from loadtest.capacity import profiles
+from loadtest.workload import usertest
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")

@@ -6,7 +6,8 @@ KWOK ends each pod with exit code 0 at once: that the Jobs and helm's wait work 
 judges in them (the dataplane layer runs the same master with the same LOADTEST_CHECKS)."""
 from __future__ import annotations
 
-from loadtest import paths, profiles
+from loadtest import paths
+from loadtest.capacity import profiles
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")

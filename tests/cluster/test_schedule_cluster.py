@@ -9,7 +9,8 @@ volume provisioner: a PersistentVolume made here is bound in advance to the char
 """
 from __future__ import annotations
 
-from loadtest import paths, profiles
+from loadtest import paths
+from loadtest.capacity import profiles
 from loadtest.runtime.cluster import wait_for
 
 RELEASE = "lt"

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from loadtest import paths, profiles, sweep
-from loadtest.runtime import release, sweep_cluster
 from scheduling import assert_all_running
+
+from loadtest import paths
+from loadtest.capacity import profiles
+from loadtest.runtime import release, sweep_cluster
+from loadtest.workload import sweep
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")

@@ -4,10 +4,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from loadtest import paths, profiles
-from loadtest.runtime.cluster import wait_for
 from scheduling import assert_all_running
+
+from loadtest import paths
+from loadtest.capacity import profiles
+from loadtest.runtime.cluster import wait_for
 
 RELEASE = "lt"
 PROFILE = profiles.by_file("c5-xlarge.yaml")

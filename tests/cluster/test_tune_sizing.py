@@ -13,11 +13,13 @@ import subprocess
 import sys
 
 import pytest
+from scheduling import assert_all_running, wait_scheduling_settled
 
-from loadtest import catalog, paths, profiles, tuning, units, verdict
+from loadtest import paths, units
+from loadtest.capacity import catalog, profiles
+from loadtest.judging import tuning, verdict
 from loadtest.runtime import tune
 from loadtest.runtime.release import Release
-from scheduling import assert_all_running, wait_scheduling_settled
 
 RELEASE = "lt"
 SELECTOR = f"app.kubernetes.io/instance={RELEASE}"

@@ -18,12 +18,13 @@ import subprocess
 import pytest
 import yaml
 from helpers import wait_for
-
-from loadtest import paths, profiles
-from loadtest.runtime import tune
-from loadtest.runtime.cluster import NODE_GROUP_LABEL, pods
 from registry import publish
 from scheduling import assert_all_running, failed_scheduling_events, wait_scheduling_settled
+
+from loadtest import paths
+from loadtest.capacity import profiles
+from loadtest.runtime import tune
+from loadtest.runtime.cluster import NODE_GROUP_LABEL, pods
 
 RELEASE = "lt"
 RELEASE_SELECTOR = f"app.kubernetes.io/instance={RELEASE}"

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from loadtest import calibration, commands
+from loadtest import commands
+from loadtest.capacity import calibration
 
 
 def test_calibration_measures_a_worker_core_and_feeds_the_planner(tmp_path, capsys):

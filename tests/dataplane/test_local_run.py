@@ -8,10 +8,11 @@ from base64 import b64encode
 import pytest
 from helpers import wait_for
 
-from loadtest import scenarios, verdict
+from loadtest.judging import verdict
 from loadtest.runtime import localrun
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import Processes
+from loadtest.workload import scenarios
 
 
 @pytest.fixture(scope="module")

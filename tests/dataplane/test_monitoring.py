@@ -22,11 +22,14 @@ import pytest
 import yaml
 from helpers import wait_for
 
-from loadtest import dashboards, paths, rules, scenarios, targets, verdict
+from loadtest import paths
+from loadtest.generate import dashboards
+from loadtest.judging import rules, verdict
 from loadtest.runtime import prom, stack, sweep_local
 from loadtest.runtime.locust import MASTER, Locust
 from loadtest.runtime.processes import Processes, free_port
 from loadtest.runtime.tools import find as find_tool
+from loadtest.workload import scenarios, targets
 
 sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)

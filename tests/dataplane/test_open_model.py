@@ -13,10 +13,11 @@ import time
 
 import pytest
 
-from loadtest import arrival, checks, locuststats, scenarios, verdict
+from loadtest.judging import checks, locuststats, verdict
 from loadtest.runtime import localrun, vegeta
 from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
+from loadtest.workload import arrival, scenarios
 
 RATE = 400  # requests/s, far below what one worker and the target hold on this machine
 # The stall ends ~10 s in; the verdict's CPU figures are the processes' own, sampled every second (localrun).

@@ -16,10 +16,11 @@ from base64 import b64encode
 import pytest
 from helpers import wait_for
 
-from loadtest import paths, usertest
+from loadtest import paths
 from loadtest.runtime.localrun import own_test_env
 from loadtest.runtime.locust import MASTER, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes, free_port
+from loadtest.workload import usertest
 
 SHOP = paths.HOME / "examples" / "shop"
 WHEELS = paths.CACHE / "wheels"  # scripts/setup downloads the example's wheels here

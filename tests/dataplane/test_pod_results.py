@@ -4,6 +4,7 @@ one `loadtest history` reads; a pinned baseline holds the next run; a master kil
 incomplete, with what Locust had written."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -11,17 +12,16 @@ import subprocess
 import sys
 import time
 
+import yaml
 from conftest import S3_BUCKET
 
-import csv
-
-import yaml
-
-from loadtest import checks, paths, runresult, scenarios
+from loadtest import paths
+from loadtest.judging import checks, runresult
 from loadtest.runtime import sweep_local
 from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes, free_port
 from loadtest.runtime.tools import find as find_tool
+from loadtest.workload import scenarios
 
 sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_s3  # noqa: E402

@@ -17,9 +17,11 @@ import pytest
 from helpers import wait_for
 from interrupt import sigint_restored
 
-from loadtest import checks, paths, scenarios, verdict
+from loadtest import paths
+from loadtest.judging import checks, verdict
 from loadtest.runtime.locust import MASTER, RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
+from loadtest.workload import scenarios
 
 LOCUST_FILES = {"report.html", "stats.json", "stats_stats.csv", "stats_stats_history.csv", "stats_failures.csv",
                 "stats_exceptions.csv"}

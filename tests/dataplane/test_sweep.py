@@ -20,9 +20,12 @@ import pytest
 from helpers import wait_for
 from interrupt import sigint_restored
 
-from loadtest import calibration, commands, report, sweep
+from loadtest import commands
+from loadtest.capacity import calibration
+from loadtest.judging import sweepreport
 from loadtest.runtime import sweep_local
 from loadtest.runtime.sweeper import Sweeper
+from loadtest.workload import sweep
 
 CAP = 1500
 # 70-90 RPS a user on these machines: two steps under the cap (the RPS rising with the users), the cap from 32 users
@@ -47,7 +50,7 @@ def capped(tmp_path_factory):
     with local_sweep(out, spec, lines, scenario="http_close", target="haproxy", tls_mode=None, workers=1,
                      wait_s=0.01, values={"haproxy.sessionRateLimit": str(CAP)}) as driver:
         result = Sweeper(driver, spec, progress=lines.append).run()
-        yield driver, result, report.write(result, out), lines
+        yield driver, result, sweepreport.write(result, out), lines
 
 
 def test_the_knee_is_found_at_the_cap(capped):
@@ -157,7 +160,7 @@ def test_the_sweep_stops_when_the_generator_saturates(tmp_path, make_cpu_quotas)
     assert result.knee.generator_bound_at == last.step
     assert result.knee.capacity_step != last.step
     assert lines[-1].startswith(f"stopping: the generator saturated at step {len(result.records)}")
-    files = report.write(result, tmp_path / "report")
+    files = sweepreport.write(result, tmp_path / "report")
     assert "generator-bound: not the target's capacity" in files["markdown"].read_text()
     assert f"The generator saturated at step {len(result.records)}" in files["markdown"].read_text()
 

@@ -13,9 +13,10 @@ import json
 
 import pytest
 
-from loadtest import arrival, report, sweep, verdict
+from loadtest.judging import sweepreport, verdict
 from loadtest.runtime import sweep_local
 from loadtest.runtime.sweeper import Sweeper
+from loadtest.workload import arrival, sweep
 
 RATES = [200, 400]  # requests/s
 WARMUP_S, HOLD_S = sweep.MIN_WARMUP_S, 6
@@ -33,7 +34,7 @@ def swept(tmp_path_factory):
     with sweep_local.LocalDriver(out / "stack", scenario="keepalive_1kb", target="haproxy", tls_mode=None, workers=1,
                                  wait_s=0, values={}, spec=spec, progress=lines.append) as driver:
         result = Sweeper(driver, spec, progress=lines.append, report_dir=out / "report").run()
-        yield driver, result, report.files_in(out / "report"), lines
+        yield driver, result, sweepreport.files_in(out / "report"), lines
 
 
 def test_each_step_sends_its_rate(swept):

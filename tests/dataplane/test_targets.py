@@ -22,8 +22,9 @@ import psutil
 import pytest
 from helpers import wait_for
 
-from loadtest import paths, scenarios, targets
+from loadtest import paths
 from loadtest.runtime.stack import Server, Stack
+from loadtest.workload import scenarios, targets
 
 RUN_S = 2
 USERS = 8

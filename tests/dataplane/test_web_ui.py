@@ -8,11 +8,12 @@ import pytest
 from browser import UI_TIMEOUT_S, assert_refused_without_the_password, chromium, page_text, swarm_through_the_ui
 from selenium.webdriver.common.by import By
 
-from loadtest import report, scenarios
-from loadtest.knee import Step
+from loadtest.judging import sweepreport
+from loadtest.judging.knee import Step
 from loadtest.runtime.locust import MASTER, Locust
 from loadtest.runtime.locustweb import LocustWeb
 from loadtest.runtime.stack import Stack
+from loadtest.workload import scenarios
 
 
 @pytest.fixture
@@ -46,14 +47,14 @@ def test_with_the_password_a_user_starts_a_swarm_sees_requests_and_stops_it(loca
 
 
 def test_a_sweep_report_opens_with_its_plots(browser, tmp_path):
-    """loadtest's own report page, written by report.write from a sweep's records, in the browser."""
-    records = [report.StepRecord(step=Step(i, load, rps, p95, 0.0, False), start=1000.0 + 60 * i, end=1060.0 + 60 * i,
-                                 p50_ms=p95 / 2, p99_ms=p95 * 1.5, requests=int(rps * 60), failures=0, users=load,
-                                 worker_cpu_max=0.5, worker_cpu_cores=0.5, target_cpu_cores=0.9, target_cpus=1,
-                                 workers=1, verdict="healthy")
+    """loadtest's own report page, written by sweepreport.write from a sweep's records, in the browser."""
+    records = [sweepreport.StepRecord(step=Step(i, load, rps, p95, 0.0, False), start=1000.0 + 60 * i,
+                                      end=1060.0 + 60 * i, p50_ms=p95 / 2, p99_ms=p95 * 1.5, requests=int(rps * 60),
+                                      failures=0, users=load, worker_cpu_max=0.5, worker_cpu_cores=0.5,
+                                      target_cpu_cores=0.9, target_cpus=1, workers=1, verdict="healthy")
                for i, (load, rps, p95) in enumerate([(100, 9000.0, 5.0), (200, 15000.0, 8.0), (400, 15500.0, 30.0)])]
-    sweep = report.Sweep(conditions={"scenario": "keepalive_1kb"}, sweep_of="users", records=records)
-    report.write(sweep, tmp_path / "sweep")
+    sweep = sweepreport.Sweep(conditions={"scenario": "keepalive_1kb"}, sweep_of="users", records=records)
+    sweepreport.write(sweep, tmp_path / "sweep")
     browser.get((tmp_path / "sweep" / "report.html").as_uri())
     text = page_text(browser)
     assert "15,500" in text or "15500" in text, text[:2000]

@@ -6,7 +6,8 @@ import tarfile
 import pytest
 import yaml
 
-from loadtest import images, paths
+from loadtest import paths
+from loadtest.generate import images
 from loadtest.runtime import images as builder
 
 # The chart's images with no stand-in: their Go modules are refused by the module proxy this machine can reach,

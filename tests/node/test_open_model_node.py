@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from conftest import WINDOW, Prometheus, install, wait_ready
 
-from loadtest import arrival, dashboards, verdict
+from loadtest.generate import dashboards
+from loadtest.judging import verdict
+from loadtest.workload import arrival
 
 RATE = 1000
 RELEASE = 'release="lt"'

@@ -10,10 +10,10 @@ import json
 import time
 
 import pytest
-from helpers import wait_for
 from conftest import WINDOW, Prometheus, aggregated, haproxy_served, install, master, wait_ready
+from helpers import wait_for
 
-from loadtest import dashboards, images
+from loadtest.generate import dashboards, images
 
 # Series no query can have on this machine, and why.
 NGINX_TARGET = ("the NGINX target (the NGINX Ingress Controller) exports these, and it has no image here (its Go "

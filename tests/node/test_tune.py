@@ -20,7 +20,7 @@ import sys
 
 from conftest import WINDOW, WINDOW_S, Prometheus, install, wait_ready
 
-from loadtest import tuning
+from loadtest.judging import tuning
 
 # 400 users, each waiting 20 ms between requests: some 16,000 RPS offered once the responses' few ms are added. A
 # 100m worker sends at most a tenth of what a whole core does (LeanHttpUser: some 3,300 of 34,000), so the offer is

@@ -7,9 +7,9 @@ import ast
 from pathlib import Path
 
 import loadtest
+from loadtest.generate.layout import floor
 
 PACKAGE = Path(loadtest.__file__).parent
-FLOORS = {"commands": 2, "runtime": 1}  # anything else is the core, floor 0
 
 
 def module_name(path: Path) -> str:
@@ -18,11 +18,6 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "data" not in p.relative_to(PACKAGE).parts}
-
-
-def floor(module: str) -> int:
-    parts = module.split(".")
-    return FLOORS.get(parts[1], 0) if len(parts) > 1 else 0
 
 
 def imports(module: str) -> set[str]:
@@ -79,5 +74,5 @@ def test_argparse_lives_only_in_the_commands():
 def test_the_graph_sees_imports():
     """A guard for the two tests above: the walker must find known edges, or they pass vacuously."""
     assert "loadtest.runtime.stack" in GRAPH["loadtest.runtime.localrun"]
-    assert "loadtest.verdict" in GRAPH["loadtest.runtime.sweeper"]
+    assert "loadtest.judging.verdict" in GRAPH["loadtest.runtime.sweeper"]
     assert {"loadtest.commands.local", "loadtest.commands.sweep"} <= set(MODULES)

@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from loadtest import arrival, checks, paths, verdict
+from loadtest import paths
+from loadtest.judging import checks, verdict
+from loadtest.workload import arrival
 
 sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_arrival  # noqa: E402

@@ -1,6 +1,6 @@
 import pytest
 
-from loadtest import catalog
+from loadtest.capacity import catalog
 
 REQUIRED = ["m5.large", "m5.xlarge", "m5.4xlarge", "c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge",
             "c5.9xlarge", "c5n.large", "c5n.xlarge", "c5n.2xlarge", "c5n.4xlarge", "c5n.9xlarge", "c5n.18xlarge"]

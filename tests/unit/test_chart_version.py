@@ -1,4 +1,4 @@
-"""The chart's version policy (loadtest.chartversion): SemVer, a new version for every change to the chart, its
+"""The chart's version policy (loadtest.generate.chartversion): SemVer, a new version for every change to the chart, its
 CHANGELOG entry, appVersion = Locust's pin; and the versions the docs install are the chart's."""
 import re
 import shutil
@@ -6,8 +6,9 @@ import shutil
 import pytest
 import yaml
 
-from loadtest import chartversion, paths
+from loadtest import paths
 from loadtest.errors import UsageError
+from loadtest.generate import chartversion
 
 
 @pytest.fixture

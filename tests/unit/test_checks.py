@@ -5,8 +5,8 @@ import re
 import pytest
 from locust.stats import RequestStats, calculate_response_time_percentile
 
-from loadtest import checks
 from loadtest.errors import UsageError
+from loadtest.judging import checks
 
 AGG = checks.AGGREGATED
 

@@ -1,7 +1,9 @@
 import pytest
 from helpers import cli
 
-from loadtest import commands, scenarios, valuesgen
+from loadtest import commands
+from loadtest.generate import valuesgen
+from loadtest.workload import scenarios
 
 
 def test_size_prints_the_replicas_and_the_helm_command(capsys):
@@ -54,7 +56,7 @@ def test_the_generated_docs_are_current_and_the_chart_version_recorded():
 
 
 def test_every_documented_key_has_a_type_and_a_default_in_the_chart_readme():
-    from loadtest import chartreadme
+    from loadtest.generate import chartreadme
     text = chartreadme.values_table()
     assert "| locust.worker.replicas | int | `2` |" in text
     assert "| backend.port | int | `8080` |" in text
@@ -62,7 +64,7 @@ def test_every_documented_key_has_a_type_and_a_default_in_the_chart_readme():
 
 
 def test_every_command_ends_its_help_with_the_one_exit_code_table():
-    from loadtest import checks
+    from loadtest.judging import checks
     parser = commands.build_parser()
     subcommands = parser._subparsers._group_actions[0].choices
     assert set(subcommands) == set(commands.COMMANDS)

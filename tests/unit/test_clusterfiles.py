@@ -8,7 +8,8 @@ import re
 import pytest
 import yaml
 
-from loadtest import catalog, clusterfiles, commands, paths, profiles, sizing
+from loadtest import commands, paths
+from loadtest.capacity import catalog, clusterfiles, profiles, sizing
 
 EKS_PROFILES = [p for p in profiles.PROFILES if p.target_node_type]
 

@@ -3,9 +3,10 @@ import json
 import pytest
 from helpers import write_run
 
-from loadtest import checks, commands, compare, report, verdict
+from loadtest import commands
 from loadtest.errors import UsageError
-from loadtest.knee import Step
+from loadtest.judging import checks, compare, sweepreport, verdict
+from loadtest.judging.knee import Step
 
 LIMITS = compare.Limits(max_rps_drop=0.05, max_p95_rise=0.10)
 
@@ -110,14 +111,14 @@ def test_a_result_that_is_not_json_is_refused(tmp_path):
 
 
 def sweep(folder, steps, of="users"):
-    s = report.Sweep({"scenario": "keepalive_1kb", "target": "haproxy"}, of)
+    s = sweepreport.Sweep({"scenario": "keepalive_1kb", "target": "haproxy"}, of)
     for i, (load, rps, p95, *saturated) in enumerate(steps):
-        s.records.append(report.StepRecord(
+        s.records.append(sweepreport.StepRecord(
             Step(i, load, rps, p95, 0.0, bool(saturated)), start=100.0 * i, end=100.0 * i + 10, p50_ms=p95 / 2,
             p99_ms=p95 * 2, requests=int(rps * 10), failures=0, users=10 * load, workers=2, worker_cpu_max=0.5,
             worker_cpu_cores=1.0, target_cpus=1, target_cpu_cores=0.9,
             verdict=verdict.GENERATOR_BOUND if saturated else verdict.HEALTHY))
-    report.write(s, folder)
+    sweepreport.write(s, folder)
     return folder
 
 
@@ -167,12 +168,12 @@ def test_a_sweep_the_generator_stopped_before_a_knee_makes_the_comparison_invali
 
 
 def test_a_current_sweep_failing_from_its_first_step_is_a_regression(tmp_path):
-    failing = report.Sweep({"scenario": "keepalive_1kb", "target": "haproxy"}, "users")
-    failing.records.append(report.StepRecord(
+    failing = sweepreport.Sweep({"scenario": "keepalive_1kb", "target": "haproxy"}, "users")
+    failing.records.append(sweepreport.StepRecord(
         Step(0, 1, 900.0, 5.0, 0.5, False), start=0.0, end=10.0, p50_ms=2.0, p99_ms=9.0, requests=9000,
         failures=4500, users=10, workers=2, worker_cpu_max=0.5, worker_cpu_cores=1.0, target_cpus=1,
         target_cpu_cores=0.9, verdict=verdict.HEALTHY))
-    report.write(failing, tmp_path / "b")
+    sweepreport.write(failing, tmp_path / "b")
     c = compare.compare(sweep(tmp_path / "a", BASE_SWEEP), tmp_path / "b", LIMITS)
     assert c.invalid is None and c.exit_code == 1
     capacity = by_what(c)["capacity RPS"]

@@ -1,4 +1,4 @@
-"""The dashboards as code: the committed JSON is what loadtest/dashboards.py generates, and the panels read the
+"""The dashboards as code: the committed JSON is what loadtest/generate/dashboards.py generates, and the panels read the
 saturation rules' series and thresholds rather than copies of them."""
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import re
 
 import pytest
 
-from loadtest import commands, dashboards, rules, verdict
+from loadtest import commands
+from loadtest.generate import dashboards
+from loadtest.judging import rules, verdict
 
 BOARDS = {path.stem: json.loads(path.read_text()) for path in sorted(dashboards.FOLDER.glob("*.json"))}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import helpers
 import pytest
 
-from loadtest import history, verdict
 from loadtest.errors import UsageError
+from loadtest.judging import history, verdict
 
 
 def write_run(store, name: str, started: float, rps: float, p95: float, kind: str = verdict.HEALTHY,

@@ -1,4 +1,4 @@
-from loadtest.knee import Step, find_knee
+from loadtest.judging.knee import Step, find_knee
 
 
 def steps(*rows, saturated_at=None, failing_at=None):

@@ -1,6 +1,6 @@
 import json
 
-from loadtest import locuststats
+from loadtest.judging import locuststats
 
 
 def entry(name, requests, failures, times, start, end):

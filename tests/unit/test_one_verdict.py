@@ -9,7 +9,8 @@ import pytest
 from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL
 from verdict_table import CASES
 
-from loadtest import paths, verdict
+from loadtest import paths
+from loadtest.judging import verdict
 
 loadtest_judge = paths.pod_module("loadtest_judge")
 loadtest_metrics = paths.pod_module("loadtest_metrics")

@@ -2,7 +2,9 @@ import json
 
 import pytest
 
-from loadtest import calibration, commands, planner, scenarios
+from loadtest import commands
+from loadtest.capacity import calibration, planner
+from loadtest.workload import scenarios
 
 FLAT = calibration.Calibration({name: 5_000 for name in scenarios.SCENARIOS}, "test figures")
 

@@ -8,7 +8,9 @@ import re
 import pytest
 import yaml
 
-from loadtest import paths, rules, scenarios, targets
+from loadtest import paths
+from loadtest.judging import rules
+from loadtest.workload import scenarios, targets
 
 LOCUST_VALUES = (paths.CHART / "charts" / "locust" / "values.yaml").read_text()
 

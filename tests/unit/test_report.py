@@ -1,16 +1,16 @@
-import dataclasses
 import csv
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 
-from loadtest import report
-from loadtest.knee import Step
+from loadtest.judging import sweepreport
+from loadtest.judging.knee import Step
 
 
 def sweep(saturated_at=None, of="users", scenario="keepalive_1kb"):
-    s = report.Sweep({"scenario": scenario, "target": "haproxy", "node types": "local"}, of)
+    s = sweepreport.Sweep({"scenario": scenario, "target": "haproxy", "node types": "local"}, of)
     for i, (load, rps, p95, cpu) in enumerate([(1, 1000, 5, 0.4), (2, 1900, 5, 0.6), (4, 1950, 12, 0.7)]):
-        s.records.append(report.StepRecord(
+        s.records.append(sweepreport.StepRecord(
             Step(i, load, rps, p95, 0.0, i == saturated_at), start=100.0 * i, end=100.0 * i + 10, p50_ms=p95 / 2,
             p99_ms=p95 * 2, requests=int(rps * 10), failures=0, users=10 * load, workers=2, worker_cpu_max=cpu, worker_cpu_cores=2 * cpu,
             target_cpus=load if of == "target CPUs" else 1, target_cpu_cores=cpu,
@@ -19,7 +19,7 @@ def sweep(saturated_at=None, of="users", scenario="keepalive_1kb"):
 
 
 def test_report_files_carry_the_steps_conditions_and_knee(tmp_path):
-    files = report.write(sweep(), tmp_path)
+    files = sweepreport.write(sweep(), tmp_path)
     rows = list(csv.DictReader(files["csv"].open()))
     assert [float(r["rps"]) for r in rows] == [1000, 1900, 1950]
     data = json.loads(files["json"].read_text())
@@ -29,7 +29,7 @@ def test_report_files_carry_the_steps_conditions_and_knee(tmp_path):
 
 
 def test_html_report_is_self_contained_with_three_plots(tmp_path):
-    page = report.write(sweep(), tmp_path)["html"].read_text()
+    page = sweepreport.write(sweep(), tmp_path)["html"].read_text()
     assert page.count("<svg") == 3
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched from elsewhere
     for svg in page.split("<svg")[1:]:
@@ -37,7 +37,7 @@ def test_html_report_is_self_contained_with_three_plots(tmp_path):
 
 
 def test_generator_bound_steps_are_marked_everywhere(tmp_path):
-    files = report.write(sweep(saturated_at=1), tmp_path)
+    files = sweepreport.write(sweep(saturated_at=1), tmp_path)
     assert "generator saturated at step 2" in files["markdown"].read_text()
     assert "generator-bound: not the target's capacity" in files["markdown"].read_text()
     assert 'class="bound"' in files["html"].read_text()
@@ -45,7 +45,7 @@ def test_generator_bound_steps_are_marked_everywhere(tmp_path):
 
 
 def test_sizing_table_maps_target_cpus_to_c5n_sizes_and_cost():
-    table = report.sizing_table(sweep(of="target CPUs", scenario="tls_handshake"))
+    table = sweepreport.sizing_table(sweep(of="target CPUs", scenario="tls_handshake"))
     assert "| 1 | 10 | - | 1,000 | 5 | c5n.large | " in table
     assert "| 2 | 20 | - | 1,900 | 5 | c5n.large | 79 | capacity |" in table
     assert "| 4 | 40 | - | 1,950 | 12 | c5n.xlarge | " in table and table.endswith("| knee |")
@@ -56,16 +56,16 @@ def test_a_failing_step_is_the_knee_and_says_so():
     last = s.records[-1]
     s.records[-1] = dataclasses.replace(last, step=dataclasses.replace(last.step, rps=2500, failure_ratio=0.2),
                                         failures=int(last.requests * 0.2))
-    assert report.verdict_line(s).startswith("Knee at step 3: 20.0% of the requests failed. Capacity: 1,900 RPS")
-    assert report.sizing_table(s).endswith("| knee: 20.0% failed |")
+    assert sweepreport.verdict_line(s).startswith("Knee at step 3: 20.0% of the requests failed. Capacity: 1,900 RPS")
+    assert sweepreport.sizing_table(s).endswith("| knee: 20.0% failed |")
 
 
 def test_an_incomplete_sweep_says_so_everywhere_and_rewrites_whole_files(tmp_path):
     s = sweep()
-    report.write(s, tmp_path)
+    sweepreport.write(s, tmp_path)
     assert json.loads((tmp_path / "sweep.json").read_text())["complete"] is True
     s.incomplete = "interrupted during step 4 of 5"
-    files = report.write(s, tmp_path)
+    files = sweepreport.write(s, tmp_path)
     data = json.loads(files["json"].read_text())
     assert data["complete"] is False and data["incomplete"] == "interrupted during step 4 of 5"
     assert data["verdict"].startswith("INCOMPLETE after 3 step(s): interrupted during step 4 of 5. Knee at step 3")

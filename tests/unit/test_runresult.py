@@ -3,8 +3,9 @@ import json
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from loadtest import checks, paths, runresult, verdict
+from loadtest import paths
 from loadtest.errors import UsageError
+from loadtest.judging import checks, runresult, verdict
 
 CONDITIONS = {"scenario": "keepalive_1kb", "target": "haproxy", "workers": "4"}
 FIGURES = checks.from_entries([

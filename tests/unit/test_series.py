@@ -3,7 +3,7 @@ reports have counted it."""
 import csv
 import io
 
-from loadtest import runresult
+from loadtest.judging import runresult
 from loadtest.runtime.localrun import RAMP_UP, REPORT_LAG_S, STEADY, STOP, Series
 
 

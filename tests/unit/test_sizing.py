@@ -1,7 +1,7 @@
 import pytest
 
-from loadtest import catalog, profiles, sizing
-from loadtest.sizing import PodRequest
+from loadtest.capacity import catalog, profiles, sizing
+from loadtest.capacity.sizing import PodRequest
 
 
 def plan(node_type, nodes, **kw):

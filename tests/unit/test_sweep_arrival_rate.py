@@ -1,5 +1,5 @@
 """The open-model sweep's pure parts (`loadtest sweep --sweep arrival-rate`): its knee (the first rate not held), the
-pool a step runs, the options it refuses, the window arithmetic of its slots and late starts, and its report. The
+pool a step runs, the options it refuses, the window arithmetic of its slots and late starts, and its sweepreport. The
 sweep itself runs in tests/dataplane/test_sweep_open_model.py."""
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import json
 import pytest
 from test_bad_input import refusal
 
-from loadtest import arrival, report, sweep
-from loadtest.knee import Step, find_knee, knee_reason, rate_slipped
+from loadtest.judging import sweepreport
+from loadtest.judging.knee import Step, find_knee, knee_reason, rate_slipped
 from loadtest.runtime.sweeper import arrival_window
+from loadtest.workload import arrival, sweep
 
 
 def open_steps(*rows, saturated_at=None, failing_at=None):
@@ -143,9 +144,9 @@ def test_a_closed_model_window_has_no_open_model_figures():
 # --- the report ------------------------------------------------------------------------------------------------------
 
 def open_sweep(rows=((200, 200.2, 1.0), (400, 400.1, 1.2), (800, 700.0, 450.0))):
-    s = report.Sweep({"scenario": "keepalive_1kb", "target": "haproxy", "model": "open"}, "arrival rate")
+    s = sweepreport.Sweep({"scenario": "keepalive_1kb", "target": "haproxy", "model": "open"}, "arrival rate")
     for step in open_steps(*rows):
-        s.records.append(report.StepRecord(
+        s.records.append(sweepreport.StepRecord(
             step, start=100.0 * step.index, end=100.0 * step.index + 6, p50_ms=step.p95_ms / 2,
             p99_ms=step.p95_ms * 2, requests=round(step.rps * 6), failures=0,
             users=arrival.pool_size(step.offered_rps, 1), workers=1, worker_cpu_max=0.2, worker_cpu_cores=0.2,
@@ -157,10 +158,10 @@ def open_sweep(rows=((200, 200.2, 1.0), (400, 400.1, 1.2), (800, 700.0, 450.0)))
 
 def test_the_report_carries_offered_achieved_and_late_starts(tmp_path):
     s = open_sweep()
-    files = report.write(s, tmp_path)
+    files = sweepreport.write(s, tmp_path)
     with files["csv"].open(newline="") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == [*report.COLUMNS, *report.ARRIVAL_COLUMNS]
+    assert list(rows[0]) == [*sweepreport.COLUMNS, *sweepreport.ARRIVAL_COLUMNS]
     assert [(r["offered_rps"], r["achieved_share"]) for r in rows] == [
         ("200", "1.001"), ("400", "1.00025"), ("800", "0.875")]
     assert [r["late_start_share"] for r in rows] == ["0.001", "0.001", "0.301"]
@@ -180,17 +181,17 @@ def test_the_report_carries_offered_achieved_and_late_starts(tmp_path):
 
 def test_a_sweep_holding_every_rate_says_so():
     s = open_sweep(rows=((200, 200.2, 1.0), (400, 400.1, 1.2)))
-    assert report.verdict_line(s) == ("No knee within the sweep: every offered rate was held, up to 400 of 400 "
+    assert sweepreport.verdict_line(s) == ("No knee within the sweep: every offered rate was held, up to 400 of 400 "
                                       "requests/s (p95 1.2 ms, p99 2.4 ms from each request's slot); extend the "
                                       "sweep to find the limit.")
 
 
 def test_a_closed_sweep_report_keeps_its_columns(tmp_path):
-    s = report.Sweep({"scenario": "keepalive_1kb"}, "users")
-    s.records.append(report.StepRecord(
+    s = sweepreport.Sweep({"scenario": "keepalive_1kb"}, "users")
+    s.records.append(sweepreport.StepRecord(
         Step(0, 10, 1000.0, 5.0, 0.0, False), start=0.0, end=6.0, p50_ms=2.0, p99_ms=9.0, requests=6000, failures=0,
         users=10, workers=1, worker_cpu_max=0.5, worker_cpu_cores=0.5, target_cpus=1, target_cpu_cores=0.3,
         verdict="healthy"))
-    with report.write(s, tmp_path)["csv"].open(newline="") as f:
-        assert list(next(csv.DictReader(f))) == list(report.COLUMNS)
-    assert "offered" not in report.sizing_table(s)
+    with sweepreport.write(s, tmp_path)["csv"].open(newline="") as f:
+        assert list(next(csv.DictReader(f))) == list(sweepreport.COLUMNS)
+    assert "offered" not in sweepreport.sizing_table(s)

@@ -4,9 +4,11 @@ import json
 import pytest
 from helpers import cli
 
-from loadtest import calibration, commands, sweep
+from loadtest import commands
+from loadtest.capacity import calibration
 from loadtest.runtime import prom, sweep_local
 from loadtest.runtime.locustweb import LocustWeb
+from loadtest.workload import sweep
 
 
 def run(capsys, *argv):

@@ -7,7 +7,9 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from loadtest import catalog, paths, profiles, rules, sizing, tuning, verdict
+from loadtest import paths
+from loadtest.capacity import catalog, profiles, sizing
+from loadtest.judging import rules, tuning, verdict
 
 C5_XLARGE = catalog.get("c5.xlarge")
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import checks, paths, units
+from loadtest import paths, units
 from loadtest.errors import UsageError
+from loadtest.judging import checks
 from loadtest.runtime import prom
 
 loadtest_units = paths.pod_module("loadtest_units")

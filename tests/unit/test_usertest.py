@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import pytest
-
-from loadtest import paths, usertest
-from loadtest.errors import UsageError
 from requirement_cases import HASH, REQUIREMENTS
+
+from loadtest import paths
+from loadtest.errors import UsageError
+from loadtest.workload import usertest
+
 
 @pytest.mark.parametrize("text", REQUIREMENTS)
 def test_every_requirement_is_pinned_with_its_hash(text):

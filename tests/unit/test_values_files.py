@@ -1,7 +1,9 @@
 import pytest
 import yaml
 
-from loadtest import chartpods, paths, profiles, valuesgen
+from loadtest import paths
+from loadtest.capacity import profiles
+from loadtest.generate import chartpods, valuesgen
 
 
 @pytest.mark.parametrize("profile", profiles.PROFILES, ids=lambda p: p.file)

@@ -1,5 +1,5 @@
-from loadtest import rules, verdict
-from loadtest.verdict import Sample, Window
+from loadtest.judging import rules, verdict
+from loadtest.judging.verdict import Sample, Window
 
 
 def judge(*samples: Sample) -> verdict.Verdict:

@@ -12,7 +12,8 @@ import ssl
 import time
 from pathlib import Path
 
-from ... import paths, profiles
+from ... import paths
+from ...capacity import profiles
 from .. import tools
 from ..processes import LOCAL_HOST, free_port
 from . import pki as pki_files
@@ -32,7 +33,7 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 APISERVER_STOP_S = 3
 PORTS = ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok")
 # The label of every simulated node (loadtest.runtime.cluster.nodegroups), as of every node the files of
-# loadtest.clusterfiles make on EKS; KWOK manages only nodes that have it.
+# loadtest.capacity.clusterfiles make on EKS; KWOK manages only nodes that have it.
 NODE_GROUP_LABEL = profiles.NODE_GROUP_LABEL
 # Controllers and the scheduler at client-go's default 5 QPS take ~50 s for 1,000 pods instead of ~11 s.
 CLIENT_QPS, CLIENT_BURST = 200, 400

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ... import paths
-from ...images import COREDNS, IMAGES, PAUSE
+from ...generate.images import COREDNS, IMAGES, PAUSE
 from .. import images as builder
 from .. import tools
 from ..processes import LOCAL_HOST, free_port

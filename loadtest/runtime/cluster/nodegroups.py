@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import catalog, clusterfiles, profiles, sizing
+from ...capacity import catalog, clusterfiles, profiles, sizing
 from .api import pods, ready, wait_for
 from .controlplane import NODE_GROUP_LABEL, Cluster
 
@@ -195,8 +195,8 @@ def wait_addons_ready(cluster: Cluster, profile: profiles.Profile, nodes: list[s
 
 def use_node_groups(cluster: Cluster, groups: list[clusterfiles.NodeGroup], profile: profiles.Profile,
                     timeout: float = 60) -> dict[str, list[str]]:
-    """Replace the cluster's nodes and add-ons with `groups` (loadtest.clusterfiles: from a profile, or read from a
-    written ClusterConfig) and the add-ons `profile` counts; returns each group's node names."""
+    """Replace the cluster's nodes and add-ons with `groups` (loadtest.capacity.clusterfiles: from a profile, or read
+    from a written ClusterConfig) and the add-ons `profile` counts; returns each group's node names."""
     delete_nodes(cluster)
     delete_addons(cluster)
     names = {g.name: create_nodes(cluster, g.shape, g.nodes, g.name, g.taints) for g in groups}

@@ -131,7 +131,7 @@ Usage: include "common.nodeSelector" (dict "nodeType" .Values.nodeType "nodeSele
 {{- end -}}
 
 {{/*
-Service name of an in-chart target (loadtest/targets.py lists them; _registry.tpl gives each one's component).
+Service name of an in-chart target (loadtest/workload/targets.py lists them; _registry.tpl gives each one's component).
 The target charts name their Service with it, the Locust chart its URL.
 Usage: include "common.targetName" (dict "ctx" $ "target" "nginx")
 */}}
@@ -154,7 +154,7 @@ http://{{ include "common.targetName" . }}:80
 
 {{/*
 The URL the Locust users load: locust.host when set, else the Service of the in-chart target, over HTTPS when
-locust.https is set or the scenario needs TLS (loadtest/scenarios.py; _registry.tpl lists them). Shared by the master, NOTES.txt and the helm test pod.
+locust.https is set or the scenario needs TLS (loadtest/workload/scenarios.py; _registry.tpl lists them). Shared by the master, NOTES.txt and the helm test pod.
 Usage: include "common.locustTargetURL" (dict "ctx" $ "locust" <the locust chart's values>)
 */}}
 {{- define "common.locustTargetURL" -}}

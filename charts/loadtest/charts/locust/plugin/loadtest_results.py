@@ -1,6 +1,6 @@
 """A judged run's results folder, and a run held to a pinned baseline: standard library only, because the chart's
 Locust master writes the same folder in its pod (`locust.mode: run`, scheduled or not) that `loadtest run` writes on
-a laptop, where this project's package is not installed. loadtest.runresult and loadtest.compare load this file.
+a laptop, where this project's package is not installed. loadtest.judging (runresult, compare) loads this file.
 
     result.json   what ran, what it measured, its checks, its verdict and (with a baseline) the comparison
     checks.xml    JUnit XML: one test case per check, one that the generator was not the limit, one per baseline
