@@ -27,7 +27,7 @@ sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_s3  # noqa: E402
 
 
-def pod_run(store, run, url, users, wait_s, run_time_s=4, kill_after_s=None, env=None):
+def pod_run(store, run, url, users, wait_s, run_time_s=8, kill_after_s=None, env=None):
     """One judged run as the chart's master runs it, its folder <store>/<run>. Killed with SIGKILL after
     `kill_after_s` when given (a crash); returns the master's exit code."""
     folder = store / run
@@ -75,6 +75,18 @@ def test_the_masters_folder_is_a_run_history_reads_and_the_baseline_holds_the_ne
     listed = history(store)
     assert listed.returncode == 0, listed.stderr
     assert "lt-locust-master-29000001" in listed.stdout and "lt-locust-master-29000002" in listed.stdout
+
+
+def test_a_run_too_short_to_judge_its_workers_does_not_pass(tmp_path, nginx):
+    """Every user ran for less than two worker reports: no steady sample of the workers' CPU, so nothing says whether
+    the generator was the limit. The run is kept, marked incomplete with why, and exits 4 however its checks came
+    out."""
+    store = tmp_path / "results"
+    code, log = pod_run(store, "short", nginx.url, users=2, wait_s=0.01, run_time_s=2)
+    assert code == checks.RUN_FAILED, log[-3000:]
+    result = json.loads((store / "short" / "result.json").read_text())
+    assert not result["complete"] and "no steady sample of the workers' CPU" in result["incomplete"], result
+    assert result["exit_code"] == checks.RUN_FAILED and result["figures"]["Aggregated"]["requests"] > 0
 
 
 def test_a_master_killed_mid_run_leaves_its_folder_marked_incomplete(tmp_path, nginx):

@@ -268,13 +268,21 @@ class JudgedRun:
         logger.info("verdict %s: %s", verdict.kind, verdict.reason)
         code = loadtest_checks.exit_code(outcomes, verdict.kind == loadtest_verdict.GENERATOR_BOUND,
                                          figures[loadtest_checks.AGGREGATED].requests)
+        # A run too short for one steady sample of its workers' CPU was not judged: it does not pass on its checks.
+        unjudged = None if window.samples or window.loop_lagged is not None else (
+            f"no steady sample of the workers' CPU: every user ran for less than two worker reports "
+            f"({2 * WORKER_REPORT_INTERVAL:.0f} s), so whether the generator was the limit is not known; give the "
+            "run a longer run time")
+        if unjudged:
+            logger.error("%s", unjudged)
+            code = loadtest_checks.RUN_FAILED
         if self.folder:
-            code = self.write(figures, outcomes, window, verdict)
+            code = self.write(figures, outcomes, window, verdict, unjudged)
         logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code].meaning)
         environment.process_exit_code = code
 
     def write(self, figures: dict, outcomes: list, window: loadtest_verdict.Window,
-              verdict: loadtest_verdict.Verdict) -> int:
+              verdict: loadtest_verdict.Verdict, incomplete: str | None) -> int:
         """The run's folder (series.csv, result.json and the rest), held to the pinned baseline; its exit code."""
         write_series(self.folder, self.started, time.time())
         start, end = self.steady[0], self.steady[1] or time.time()
@@ -283,7 +291,8 @@ class JudgedRun:
             cpu={"busiest_worker": window.busiest_worker if window.samples else None,
                  "generator_saturated_share": window.generator_share, "steady_samples": window.samples},
             window={"start": start, "end": end, "seconds": round(end - start, 1) if start else 0.0},
-            judged="every user running, before the stop (Locust reset its statistics when the last user started)")
+            judged="every user running, before the stop (Locust reset its statistics when the last user started)",
+            incomplete=incomplete)
         report.baseline = results.hold_to(baseline_of(self.store), report.to_json())
         if report.baseline:
             (logger.error if report.baseline.invalid else logger.info)("%s", report.baseline.describe())
