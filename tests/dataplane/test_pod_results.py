@@ -153,8 +153,9 @@ def test_the_master_writes_the_runs_series_from_the_releases_prometheus(tmp_path
     assert code == checks.PASSED, log[-3000:]
     with open(tmp_path / "results" / "lt-locust-master-29000301" / runresult.files.SERIES_CSV) as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["time", *runresult.files.SERIES]
+    assert list(rows[0]) == list(runresult.files.SERIES_COLUMNS)  # a local run's columns
     assert max(float(r["rps"] or 0) for r in rows) > 100 and max(float(r["users"] or 0) for r in rows) == 8, rows
+    assert "steady" in {r["phase"] for r in rows}, rows
 
 
 def test_with_a_bucket_a_master_killed_mid_run_leaves_what_it_had_there(tmp_path, nginx, s3):

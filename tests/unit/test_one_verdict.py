@@ -19,7 +19,9 @@ loadtest_metrics = paths.pod_module("loadtest_metrics")
 def master_window(samples) -> verdict.Window:
     """The master's window of `samples`, each sent as one round of worker reports (CPU limit: one core)."""
     cpu = loadtest_judge.WorkerCpu(SimpleNamespace(state=STATE_RUNNING))
-    cpu.add("any", {}, now=0.0)  # the first report of the run starts its clock
+    for worker in samples[0].workers():  # each worker's first report may cover the spawning: left out
+        cpu.add(f"worker-{worker}", {loadtest_metrics.REPORT_KEY: {"cpu_cores": 1.0, "cpu_limit_cores": None}},
+                now=0.1 * worker)
     for i, sample in enumerate(samples, 1):
         for worker, share in sample.workers().items():
             cpu.add(f"worker-{worker}", {loadtest_metrics.REPORT_KEY: {

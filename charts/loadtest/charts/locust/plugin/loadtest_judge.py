@@ -61,23 +61,27 @@ logger = logging.getLogger(__name__)
 class WorkerCpu:
     """The steady window's samples: each worker's CPU as a share of its ceiling, from its reports while the swarm
     runs, one sample per round of reports (a report interval). A report says what the worker used since its previous
-    one: samples start a report interval into the run, when every figure is of it."""
+    one, so each worker's first report while every user runs is left out: it may cover the spawning before."""
 
     def __init__(self, runner: MasterRunner):
         self.runner = runner
         self.rounds: dict[int, dict[str, tuple[float, float | None]]] = {}
         self.running_since: float | None = None
+        self.reported: set[str] = set()  # the workers whose first report of the steady window came
 
     def add(self, client_id: str, data: dict, now: float | None = None) -> None:
         """A worker's report (Locust's worker_report event), received at `now` (monotonic; by default, now)."""
         if self.runner.state != STATE_RUNNING:
-            self.running_since = None
+            self.running_since, self.reported = None, set()
             return
         now = time.monotonic() if now is None else now
         if self.running_since is None:
             self.running_since = now
         facts = data.get(REPORT_KEY) or {}
-        if facts.get("cpu_cores") is None or now - self.running_since < WORKER_REPORT_INTERVAL:
+        if facts.get("cpu_cores") is None:
+            return
+        if client_id not in self.reported:
+            self.reported.add(client_id)
             return
         limit = facts.get("cpu_limit_cores") or 1.0
         round_ = int((now - self.running_since) // WORKER_REPORT_INTERVAL)
@@ -270,8 +274,8 @@ class JudgedRun:
                                          figures[loadtest_checks.AGGREGATED].requests)
         # A run too short for one steady sample of its workers' CPU was not judged: it does not pass on its checks.
         unjudged = None if window.samples or window.loop_lagged is not None else (
-            f"no steady sample of the workers' CPU: every user ran for less than two worker reports "
-            f"({2 * WORKER_REPORT_INTERVAL:.0f} s), so whether the generator was the limit is not known; give the "
+            f"no steady sample of the workers' CPU: every user ran for less than two worker reports (up to "
+            f"{2 * WORKER_REPORT_INTERVAL:.0f} s), so whether the generator was the limit is not known; give the "
             "run a longer run time")
         if unjudged:
             logger.error("%s", unjudged)
