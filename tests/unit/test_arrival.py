@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -42,6 +43,23 @@ def test_a_rebalance_mid_run_keeps_the_slots_idle_users_already_hold():
     assert held[-1] == pytest.approx(1.49)
     schedule.restart(1.0)  # a worker joined: spawning_complete again, mid-run
     assert schedule.take(1.0) == pytest.approx(1.5)  # not 1.0 again: no slot is sent twice
+
+
+def test_the_master_sends_each_worker_its_share_again_when_the_worker_says_it_is_ready():
+    """Locust's worker reads the master's messages before its plugins' init registers the share's handler: a share
+    sent then is dropped, and the worker would idle all run. Its ready message (sent once the handler is there)
+    brings the share again; otherwise a share goes out only when the worker count changes."""
+    messages = []
+    runner = SimpleNamespace(clients={}, send_message=lambda kind, data, client_id: messages.append((client_id, data)))
+    runner.clients["a"] = SimpleNamespace(id="a", state="ready")
+    sent = loadtest_arrival.share_workers(runner, 500, {}, set())
+    runner.clients["b"] = SimpleNamespace(id="b", state="ready")
+    sent = loadtest_arrival.share_workers(runner, 500, sent, set())  # b's share may come before b can take it
+    assert messages == [("a", 500), ("a", 250), ("b", 250)]
+    ready = {"b"}
+    sent = loadtest_arrival.share_workers(runner, 500, sent, ready)
+    assert messages[3:] == [("b", 250)] and not ready
+    assert loadtest_arrival.share_workers(runner, 500, sent, ready) == {"a": 250, "b": 250} and len(messages) == 4
 
 
 def test_a_worker_that_leaves_ends_its_series_but_the_run_keeps_its_late_starts():

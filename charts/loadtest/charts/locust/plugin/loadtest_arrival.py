@@ -53,6 +53,9 @@ import loadtest_verdict
 RATE_ENV = "LOADTEST_ARRIVAL_RATE"
 FILE_ENV = "LOADTEST_ARRIVAL_FILE"
 SHARE_MESSAGE = "loadtest_arrival_share"
+# A worker says so once it can take its share: Locust's worker reads the master's messages from before its plugins'
+# init, and a share sent then would be dropped as a message of unknown type, leaving the worker idle all run.
+READY_MESSAGE = "loadtest_arrival_ready"
 REPORT_KEY = "loadtest_arrival"
 LATE_S = loadtest_verdict.LATE_S  # a request started later than this after its slot is a late start
 QUANTILES = (0.5, 0.95, 0.99, 0.999)
@@ -291,24 +294,33 @@ def _register_users_side(environment, rate: float | None, counts: Counts) -> Sch
 
 # --- registration ------------------------------------------------------------------------------------------------------
 
-def _share_workers(runner, rate: float) -> None:
-    """The master's loop: each connected worker's share of the rate, sent again when the count changes."""
+def share_workers(runner, rate: float, sent: dict[str, float], ready: set[str]) -> dict[str, float]:
+    """One pass of the master's loop: each connected worker's share of the rate, sent when the count changed since
+    `sent` (what each was sent), and to a worker that says it is `ready` for it (it may have missed one sent
+    before); what each connected worker was sent now."""
+    workers = [node.id for node in runner.clients.values() if node.state != STATE_MISSING]
+    for client_id in workers:
+        share = rate / len(workers)
+        if sent.get(client_id) != share or client_id in ready:
+            runner.send_message(SHARE_MESSAGE, share, client_id=client_id)
+            sent[client_id] = share
+            ready.discard(client_id)
+    return {client_id: share for client_id, share in sent.items() if client_id in workers}
+
+
+def _share_workers(runner, rate: float, ready: set[str]) -> None:
     sent: dict[str, float] = {}
     while True:
-        workers = [node.id for node in runner.clients.values() if node.state != STATE_MISSING]
-        for client_id in workers:
-            share = rate / len(workers)
-            if sent.get(client_id) != share:
-                runner.send_message(SHARE_MESSAGE, share, client_id=client_id)
-                sent[client_id] = share
-        sent = {client_id: share for client_id, share in sent.items() if client_id in workers}
+        sent = share_workers(runner, rate, sent, ready)
         gevent.sleep(POLL_S)
 
 
 def _register_master(environment, totals: Totals) -> None:
     runner = environment.runner
     environment.events.worker_report.add_listener(totals.add)
-    gevent.spawn(_share_workers, runner, totals.rate)
+    ready: set[str] = set()
+    runner.register_message(READY_MESSAGE, lambda environment, msg, **_: ready.add(msg.node_id))
+    gevent.spawn(_share_workers, runner, totals.rate, ready)
 
     @environment.events.spawning_complete.add_listener
     def reset_with_the_stats(**_):
@@ -338,6 +350,7 @@ def _register(environment, **_):
         counts = Counts()
         schedule = _register_users_side(environment, None, counts)
         runner.register_message(SHARE_MESSAGE, lambda environment, msg, **_: schedule.set_rate(msg.data))
+        runner.send_message(READY_MESSAGE)
 
         @environment.events.report_to_master.add_listener
         def add_counts(client_id, data, **_):
