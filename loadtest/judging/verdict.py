@@ -11,8 +11,7 @@ Sample, Window, Verdict, judge = _verdict.Sample, _verdict.Window, _verdict.Verd
 THRESHOLDS = _verdict.THRESHOLDS
 SATURATED_CPU, THROTTLED, SATURATED_SHARE, CONTENDED = (
     _verdict.SATURATED_CPU, _verdict.THROTTLED, _verdict.SATURATED_SHARE, _verdict.CONTENDED)
-FAILURE_RATIO, LATE_STARTS, ACHIEVED_SHARE, LATE_S, LATE_MS = (
-    _verdict.FAILURE_RATIO, _verdict.LATE_STARTS, _verdict.ACHIEVED_SHARE, _verdict.LATE_S, _verdict.LATE_MS)
+FAILURE_RATIO, LATE_STARTS, LATE_MS = _verdict.FAILURE_RATIO, _verdict.LATE_STARTS, _verdict.LATE_MS
 GENERATOR_BOUND, TARGET_BOUND, HEALTHY, NOT_GENERATOR_BOUND = (
     _verdict.GENERATOR_BOUND, _verdict.TARGET_BOUND, _verdict.HEALTHY, _verdict.NOT_GENERATOR_BOUND)
 gave_its_core, late_shares, describe_late_starts = (

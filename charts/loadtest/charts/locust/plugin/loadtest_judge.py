@@ -273,7 +273,7 @@ class JudgedRun:
         code = loadtest_checks.exit_code(outcomes, verdict.kind == loadtest_verdict.GENERATOR_BOUND,
                                          figures[loadtest_checks.AGGREGATED].requests)
         # A run too short for one steady sample of its workers' CPU was not judged: it does not pass on its checks.
-        unjudged = None if window.samples or window.loop_lagged is not None else (
+        unjudged = None if window.measured else (
             f"no steady sample of the workers' CPU: every user ran for less than two worker reports (up to "
             f"{2 * WORKER_REPORT_INTERVAL:.0f} s), so whether the generator was the limit is not known; give the "
             "run a longer run time")

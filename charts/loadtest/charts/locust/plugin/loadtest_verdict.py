@@ -144,6 +144,11 @@ class Window:
             late_starts=late_starts, late_users=late_users, loop_lagged=loop_lagged, max_lag_ms=max_lag_ms,
             achieved=achieved, target_watched=target_watched)
 
+    @property
+    def measured(self) -> bool:
+        """Whether anything measured the generator over the window: a sample of its CPU, or its event loop's lag."""
+        return bool(self.samples) or self.loop_lagged is not None
+
     def figures(self) -> str:
         parts = [f"busiest worker {self.busiest_worker:.0%} of its CPU ceiling"]
         if self.worker_throttling is not None:
@@ -195,7 +200,7 @@ def judge(window: Window) -> Verdict:
     latency made slots find no user free, or the rate was not sent with the workers keeping up; else healthy, or not
     generator-bound where the target was not watched (the master's window). Late starts without evidence of CPU are named in the
     reason, not blamed on the generator. A window without a sample says so: nothing was judged."""
-    if not window.samples and window.loop_lagged is None:
+    if not window.measured:
         return Verdict(NOT_GENERATOR_BOUND, "no steady sample of the workers' CPU: the run was too short to "
                                             "measure it; whether the generator was the limit is not known")
     cause = generator_limit(window)
