@@ -28,6 +28,7 @@ from loadtest.errors import RunFailed
 from loadtest.judging import checks, locuststats
 from loadtest.runtime import localrun, tools, vegeta
 from loadtest.runtime.locust import command as locust_command
+from loadtest.runtime.locust import with_plugin
 from loadtest.runtime.processes import stop
 from loadtest.workload import arrival, scenarios
 
@@ -51,7 +52,7 @@ class Step:
 def locust_step(url: str, rate: float, seconds: int, workdir: Path) -> Step:
     """One standalone Locust on CPU 1 at `rate` for `seconds`."""
     workdir.mkdir(parents=True)
-    env = {**os.environ, localrun.ARRIVAL_RATE_ENV: repr(rate), localrun.ARRIVAL_FILE_ENV: str(workdir / arrival.FILE),
+    env = {**with_plugin(dict(os.environ)), localrun.ARRIVAL_RATE_ENV: repr(rate), localrun.ARRIVAL_FILE_ENV: str(workdir / arrival.FILE),
            localrun.RESET_STATS_ENV: "true"}
     users = arrival.pool_size(rate, 1)
     cmd = ["taskset", "-c", str(GENERATOR_CPU), *locust_command(scenarios.get("keepalive_1kb").locustfile),

@@ -13,6 +13,7 @@ user class") and for sizing.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from loadtest import paths
 from loadtest.judging import checks
 from loadtest.runtime.cpu import cpu_seconds, process_tree
 from loadtest.runtime.locust import command as locust_command
+from loadtest.runtime.locust import with_plugin
 from loadtest.runtime.processes import free_port, stop
 from loadtest.workload import scenarios
 
@@ -180,7 +182,8 @@ def measure(name: str, target: Target, connections: int, duration: float, workdi
     run_s = STARTUP_TIMEOUT_S + WARMUP_S + duration  # an upper bound: the generator is stopped after the window
     cmd = ["taskset", "-c", str(GENERATOR_CPU), *generator_command(name, target.url, connections, run_s, workdir)]
     with open(workdir / f"{name}.log", "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=with_plugin(dict(os.environ)))  # the scenarios import the plugin's leanhttp
     try:
         generator, nginx = process_tree(proc.pid), process_tree(target.proc.pid)
         first = target.requests()

@@ -1,0 +1,74 @@
+"""The benchmarks' arithmetic and protocol, on a scale that takes seconds: their figures come from real processes and
+add up. The figures themselves are the benchmarks' to print, not a test's to time."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+from helpers import wait_for
+
+from loadtest import paths
+
+sys.path.insert(0, str(paths.HOME / "benchmarks"))
+import arrival  # noqa: E402  (benchmark scripts, found through the path above)
+import generators  # noqa: E402
+import master  # noqa: E402
+import swarm  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    return master.record(tmp_path_factory.mktemp("record"), seconds=5)  # one report with requests in it
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory):
+    target = generators.Target(tmp_path_factory.mktemp("nginx") / "run")
+    yield target
+    generators.stop(target.proc)
+
+
+def test_generators_count_requests_at_the_target_and_the_generators_own_cpu(nginx, tmp_path):
+    for name in ("wrk", "LeanHttpUser"):
+        m = generators.measure(name, nginx, 4, 1.0, tmp_path)
+        assert m.rps > 100 and 0 < m.generator_cpu < 1.5 and m.target_cpu > 0, m
+        assert m.rps_per_core == pytest.approx(m.rps / m.generator_cpu)
+
+
+def test_an_open_model_step_reads_the_rate_sent_and_its_late_starts(nginx, tmp_path):
+    step = arrival.locust_step(nginx.url, 300, 4, tmp_path / "step")
+    assert step.achieved == pytest.approx(300, rel=0.05) and 0 <= step.late_share < 0.5
+    assert 0 <= step.p50_ms <= step.p99_ms
+    held = arrival.Step(offered=1000, achieved=995, late_share=0.005, p50_ms=1, p99_ms=2)
+    assert held.held and not arrival.Step(1000, 985, 0.005, 1, 2).held and not arrival.Step(1000, 1000, 0.02, 1, 2).held
+
+
+def test_the_recording_holds_a_real_workers_messages_with_the_plugins_extras(recording):
+    recorded = swarm.Recording(str(recording))
+    report = recorded.messages["stats"].data
+    assert recorded.requests_per_report > 0
+    assert {"loadtest_metrics", "loadtest_arrival"} <= report.keys()  # the plugin's and the open model's extras
+    assert recorded.open_model and recorded.messages["heartbeat"].data.keys() >= {"state", "current_cpu_usage"}
+
+
+def test_a_real_master_counts_every_simulated_worker_and_every_report(tmp_path, recording):
+    figures = master.measure(tmp_path, 30, recording, steady_s=4)
+    assert (figures.missed, figures.dropped) == (0, 0)
+    assert 0 < figures.cpu < 1 and figures.rss_mib > 20
+    # The master's metrics name every simulated worker: its CPU, memory, users, requests... series per worker.
+    text = (tmp_path / "locust-master.log").read_text()
+    assert "30 workers connected" in text
+    assert figures.series > 30 * 5
+    assert figures.connect_s >= 0 and figures.dispatch_s >= 0 and figures.swarm_lag_s < swarm.HEARTBEAT_S
+
+
+def test_a_worker_the_master_does_not_hear_from_is_counted_missed(tmp_path, recording):
+    """The missed-heartbeat figure reads what the master logs: a swarm that stops sending leaves its workers
+    missing after Locust's HEARTBEAT_LIVENESS seconds."""
+    with master.Processes(tmp_path) as procs:
+        real = master.Master(procs, 3)
+        simulated = master.Swarm(procs, real.locust.master_port, 3, recording)
+        simulated.expect("spawned", 30)
+        master.stop(simulated.proc)
+        wait_for("the master to set the 3 silent workers missing", real.missed, 15, until=lambda n: n == 3,
+                 detail=lambda: procs.log_tail("locust-master"))
