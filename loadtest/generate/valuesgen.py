@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from .. import paths, units
-from ..capacity import catalog
+from ..capacity import catalog, sizing
 from ..capacity.profiles import PROFILES, TARGET, Profile
 from ..capacity.sizing import PodRequest
 from ..judging import checks, rules
@@ -259,6 +259,10 @@ FORMATS: dict[str, dict] = {
     "resources": {"type": "object", "additionalProperties": False, "required": ["requests", "limits"],
                   "properties": {"requests": {"$ref": "#/$defs/resourceList"},
                                  "limits": {"$ref": "#/$defs/resourceList"}}},
+    "workerReplicas": {"description": f"workers for one master, 0 to {sizing.MAX_WORKERS_PER_MASTER:,}: the most one master "
+                                      "was measured to take (benchmarks/master.py); more: split the load over several "
+                                      "releases", "type": "integer", "minimum": 0,
+                       "maximum": sizing.MAX_WORKERS_PER_MASTER},
     "resourceList": {"type": "object", "additionalProperties": False, "required": ["cpu", "memory"],
                      "properties": {"cpu": {"$ref": "#/$defs/cpu"}, "memory": {"$ref": "#/$defs/memory"}}},
 }

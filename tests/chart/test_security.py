@@ -15,7 +15,6 @@ NAMESPACE = "loadtest"  # conftest.NAMESPACE
 REFUSED = {
     "routes-differ": ([*HAPROXY, "--set", "haproxy.routes=3"],
                       "locust.routes (1) and haproxy.routes (3) differ"),
-    "too-many-workers": (["--set", "locust.worker.replicas=901"], "one Locust master takes about 900 workers"),
     "master-request-above-limit": (["--set", "locust.master.resources.requests.cpu=1500m"],
                                    "locust.master.resources.requests.cpu 1500m is above limits.cpu 1"),
     "master-memory-request-above-limit": (["--set", "locust.master.resources.requests.memory=1Gi"],

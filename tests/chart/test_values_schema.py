@@ -85,6 +85,8 @@ BAD = {
                                    "results.s3.endpoint"),
     "results-bucket-upper-case": (["--set", "locust.results.s3.bucket=Load_Runs"], "locust", "results.s3.bucket"),
     "results-prefix-leading-slash": (["--set", "locust.results.s3.prefix=/runs"], "locust", "results.s3.prefix"),
+    # Issue #37: one master's measured ceiling (benchmarks/master.py).
+    "more-workers-than-one-master-takes": (["--set", "locust.worker.replicas=5001"], "locust", "worker.replicas"),
     "results-inline-credentials": (["--set", "locust.results.s3.accessKey=AKIA"], "locust",
                                    "Additional property accessKey"),
 }

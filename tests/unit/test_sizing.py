@@ -34,15 +34,15 @@ def test_fewer_bigger_nodes_fit_more_workers_for_the_same_vcpus():
     assert plan("c5.xlarge", 2).replicas > plan("c5.large", 4).replicas
 
 
-def test_master_grows_to_a_whole_core_beyond_100_workers():
-    small, big = plan("c5.4xlarge", 2), plan("c5.4xlarge", 8)
-    assert small.master == sizing.MASTER_SMALL
-    assert big.replicas > 100 and big.master == sizing.MASTER_LARGE
+def test_master_grows_to_a_whole_core_beyond_1000_workers():
+    small, big = plan("c5.4xlarge", 60), plan("c5.4xlarge", 80)
+    assert small.replicas <= 1000 and small.master == sizing.MASTER_SMALL
+    assert big.replicas > 1000 and big.master == sizing.MASTER_LARGE
 
 
-def test_more_workers_than_one_master_handles_is_refused():
-    with pytest.raises(sizing.SizingError, match="one Locust master"):
-        plan("c5.18xlarge", 20)
+def test_more_workers_than_one_master_was_measured_to_take_is_refused_with_what_to_do():
+    with pytest.raises(sizing.SizingError, match="one Locust master was measured to take .5,000.*several releases"):
+        plan("c5.18xlarge", 80)
 
 
 def test_node_too_small_for_a_worker_is_refused_with_the_reason():
