@@ -1,14 +1,17 @@
 """The open model's rate per generator core: the highest arrival rate one Locust process on one core holds with
 fewer than 1 % late starts (keepalive_1kb, LOADTEST_ARRIVAL_RATE), beside vegeta's rate on one core.
 
-    ~/.cache/loadtest/venv/bin/python benchmarks/arrival.py [--step-s 8] [--rates 1000,2000,...]
+    ~/.cache/loadtest/venv/bin/python benchmarks/arrival.py [--step-s 8] [--rates 1000,2000,...] [--runs 3]
 
 nginx (one process, 1 KB file, keep-alive: benchmarks/generators.py's Target) runs on CPU 0, the generator on CPU 1.
 Locust runs standalone (the same per-core figure as one worker: TOOLING.md) at each rate in turn, its statistics
 reset once its pool runs. A rate is held when the achieved rate is within 1 % of it and fewer than 1 % of the slots
 started late (for want of a free user or of CPU); the climb stops at the first rate not held. vegeta (built by
 scripts/setup) runs with one Go processor (-cpus 1) pinned to CPU 1, as fast as it goes: its ceiling on one core.
-No assertions: this prints figures and the ratio for docs/open-model.md ("Per core") and the issue's closing note.
+Then both run at half the rate held, vegeta paced, to compare Locust's p99 (from each request's slot) with vegeta's;
+and the Locust process's largest resident memory gives its memory per 1,000 pool users. Each of --runs runs does
+all of that; the end prints min / median / max. No assertions: this prints figures and the ratio for
+docs/open-model.md ("Per core").
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ import os
 import shutil
 import subprocess
 import sys
+import statistics
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +48,12 @@ class Step:
     late_share: float
     p50_ms: float
     p99_ms: float
+    users: int = 0  # the pool
+    rss_mib: float = 0.0  # the Locust process's resident memory at its largest
+
+    @property
+    def rss_per_1000_users(self) -> float:
+        return self.rss_mib * 1000 / self.users if self.users else 0.0
 
     @property
     def held(self) -> bool:
@@ -52,38 +63,45 @@ class Step:
 def locust_step(url: str, rate: float, seconds: int, workdir: Path) -> Step:
     """One standalone Locust on CPU 1 at `rate` for `seconds`."""
     workdir.mkdir(parents=True)
-    env = {**with_plugin(dict(os.environ)), localrun.ARRIVAL_RATE_ENV: repr(rate), localrun.ARRIVAL_FILE_ENV: str(workdir / arrival.FILE),
-           localrun.RESET_STATS_ENV: "true"}
+    env = {**with_plugin(dict(os.environ)), localrun.ARRIVAL_RATE_ENV: repr(rate),
+           localrun.ARRIVAL_FILE_ENV: str(workdir / arrival.FILE), localrun.RESET_STATS_ENV: "true"}
     users = arrival.pool_size(rate, 1)
     cmd = ["taskset", "-c", str(GENERATOR_CPU), *locust_command(scenarios.get("keepalive_1kb").locustfile),
            "--headless", "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--host", url,
            "--json-file", str(workdir / "stats"), "--only-summary", "--exit-code-on-error", "0"]
     with open(workdir / "locust.log", "wb") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        proc.wait(timeout=seconds + 60)
-    except subprocess.TimeoutExpired:
-        stop(proc)
-        raise RunFailed(f"Locust did not end; see {workdir}/locust.log") from None
+    rss, deadline = 0, time.monotonic() + seconds + 60
+    while proc.poll() is None:  # taskset execs Locust: the PID is Locust's
+        if time.monotonic() > deadline:
+            stop(proc)
+            raise RunFailed(f"Locust did not end; see {workdir}/locust.log")
+        try:
+            rss = max(rss, psutil.Process(proc.pid).memory_info().rss)
+        except psutil.Error:
+            pass  # it just ended
+        time.sleep(0.5)
     figures = arrival.Figures.read(workdir / arrival.FILE)
     if proc.returncode != 0 or figures is None:
         raise RunFailed(f"Locust exited with {proc.returncode}; see {workdir}/locust.log")
     total = locuststats.figures(workdir / "stats.json")[checks.AGGREGATED]
     return Step(offered=rate, achieved=total.rps, late_share=figures.late_share("users") + figures.late_share("cpu"),
-                p50_ms=total.percentiles_ms[0.5], p99_ms=total.percentiles_ms[0.99])
+                p50_ms=total.percentiles_ms[0.5], p99_ms=total.percentiles_ms[0.99], users=users,
+                rss_mib=rss / 2**20)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--step-s", type=int, default=8, help="seconds per rate (default 8)")
     parser.add_argument("--rates", default=DEFAULT_RATES, help=f"rates to climb, requests/s (default {DEFAULT_RATES})")
+    parser.add_argument("--runs", type=int, default=3, help="climbs, each with its vegeta figures (default 3)")
     args = parser.parse_args(argv)
     try:
         rates = [float(r) for r in args.rates.split(",") if r.strip()]
     except ValueError:
         parser.error(f"--rates {args.rates!r}: numbers separated by commas, e.g. 1000,2000")
-    if not rates or any(r <= 0 for r in rates) or not 3 <= args.step_s <= 120:
-        parser.error("--rates must be positive and --step-s 3..120")
+    if not rates or any(r <= 0 for r in rates) or not 3 <= args.step_s <= 120 or not 1 <= args.runs <= 10:
+        parser.error("--rates must be positive, --step-s 3..120 and --runs 1..10")
     if not shutil.which("nginx") or not shutil.which("taskset") or psutil.cpu_count() < 2:
         parser.error("needs nginx, taskset and two CPUs")
     try:
@@ -93,19 +111,12 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="loadtest-arrival-bench-"))
     target = None
+    runs: list[Run] = []
     try:
         target = Target(workdir / "nginx")
-        url = f"{target.url}/1kb"
-        print(f"{'offered':>8} {'achieved':>9} {'late':>7} {'p50':>6} {'p99':>6}  (Locust open model, 1 core)")
-        best = None
-        for rate in sorted(set(rates)):
-            step = locust_step(target.url, rate, args.step_s, workdir / f"rate-{rate:g}")
-            print(f"{step.offered:>8,.0f} {step.achieved:>9,.0f} {step.late_share:>7.2%} {step.p50_ms:>4g}ms "
-                  f"{step.p99_ms:>4g}ms  {'held' if step.held else 'NOT held'}", flush=True)
-            if not step.held:
-                break
-            best = step
-        reference = vegeta.max_rate(url, duration_s=args.step_s, cpus=1, pin=[GENERATOR_CPU])
+        for number in range(1, args.runs + 1):
+            print(f"run {number}/{args.runs}", flush=True)
+            runs.append(one_run(target, sorted(set(rates)), args.step_s, workdir / f"run-{number}"))
     except RunFailed as e:
         print(f"arrival benchmark: {e}", file=sys.stderr)
         return checks.RUN_FAILED
@@ -113,13 +124,60 @@ def main(argv: list[str] | None = None) -> int:
         if target is not None:
             stop(target.proc)
     shutil.rmtree(workdir, ignore_errors=True)  # kept when a step failed: its Locust log says why
-    print(f"vegeta {vegeta.version()} on 1 core (-cpus 1, as fast as it goes): {reference.achieved_rps:,.0f} requests/s")
-    if best is None:
-        print("Locust held none of the rates asked: start lower (--rates)")
+    print(f"\nvegeta {vegeta.version()}; over {len(runs)} runs, min / median / max:")
+    held = [r for r in runs if r.best is not None]
+    if len(held) < len(runs):
+        print(f"Locust held none of the rates asked in {len(runs) - len(held)} run(s): start lower (--rates)")
+    if not held:
         return 0
-    print(f"Locust open model held {best.offered:,.0f} requests/s on 1 core (< 1 % late starts): "
-          f"{best.offered / reference.achieved_rps:.2f} of vegeta's per-core rate")
+    print(spread("Locust open model held, requests/s on 1 core (< 1 % late starts)", [r.best.offered for r in held],
+                 "{:,.0f}"))
+    print(spread("vegeta as fast as it goes on 1 core, requests/s", [r.reference.achieved_rps for r in runs],
+                 "{:,.0f}"))
+    print(spread("ratio to vegeta's per-core rate", [r.best.offered / r.reference.achieved_rps for r in held],
+                 "{:.2f}"))
+    print(spread("at half that rate, Locust's p99 from the slot minus vegeta's p99, ms",
+                 [r.half.p99_ms - r.vegeta_half.p99_ms for r in held], "{:+.1f}"))
+    print(spread("Locust's memory per 1,000 pool users at the held rate, MiB",
+                 [r.best.rss_per_1000_users for r in held], "{:.0f}"))
     return 0
+
+
+@dataclass
+class Run:
+    best: Step | None  # the highest rate held
+    reference: vegeta.Attack  # vegeta as fast as it goes
+    half: Step | None = None  # Locust at half the rate held
+    vegeta_half: vegeta.Attack | None = None  # vegeta paced at that rate
+
+
+def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> Run:
+    """Climb the rates until one is not held; then vegeta's ceiling, and both at half the rate held."""
+    url = f"{target.url}/1kb"
+    print(f"{'offered':>8} {'achieved':>9} {'late':>7} {'p50':>6} {'p99':>6} {'MiB':>5}  (Locust open model, 1 core)")
+    best = None
+    for rate in rates:
+        step = locust_step(target.url, rate, step_s, workdir / f"rate-{rate:g}")
+        print(f"{step.offered:>8,.0f} {step.achieved:>9,.0f} {step.late_share:>7.2%} {step.p50_ms:>4g}ms "
+              f"{step.p99_ms:>4g}ms {step.rss_mib:>5.0f}  {'held' if step.held else 'NOT held'}", flush=True)
+        if not step.held:
+            break
+        best = step
+    run = Run(best, vegeta.max_rate(url, duration_s=step_s, cpus=1, pin=[GENERATOR_CPU]))
+    print(f"vegeta on 1 core, as fast as it goes: {run.reference.achieved_rps:,.0f} requests/s", flush=True)
+    if best is not None:
+        half = best.offered / 2
+        run.half = locust_step(target.url, half, step_s, workdir / f"half-{half:g}")
+        run.vegeta_half = vegeta.attack(url, half, step_s, cpus=1, pin=[GENERATOR_CPU])
+        print(f"at {half:,.0f}/s: p99 Locust {run.half.p99_ms:g} ms from the slot, vegeta {run.vegeta_half.p99_ms:.2f} "
+              "ms", flush=True)
+    return run
+
+
+def spread(what: str, values: list[float], form: str) -> str:
+    ordered = sorted(values)
+    return f"  {what}: " + " / ".join(form.format(v) for v in (ordered[0], statistics.median_low(ordered),
+                                                                ordered[-1]))
 
 
 if __name__ == "__main__":

@@ -1,20 +1,22 @@
 """Requests per generator core: wrk, raw client loops and Locust's user classes against the same local nginx.
 
-    ~/.cache/loadtest/venv/bin/python benchmarks/generators.py [--duration 10] [--connections 50]
+    ~/.cache/loadtest/venv/bin/python benchmarks/generators.py [--duration 10] [--connections 50] [--runs 3]
 
 nginx (one process, 1 KB file, keep-alive) runs on CPU 0, each generator in turn on CPU 1, with the same number of
 connections. Each generator warms up, then is measured over --duration seconds: requests from nginx's stub_status
 (the same count for every generator, whatever it reports itself) and the generator's own CPU time. RPS per core is
 requests / generator CPU seconds, so it holds whether the generator or the target was the limit (wrk is the
-target-bound one). The "other" column is CPU 1 time used by processes this script did not start: anything above a
-few percent means the figures were disturbed. No assertions: this prints figures for docs/own-test.md ("Which Locust
-user class") and for sizing.
+target-bound one). Every generator runs --runs times in turn; the end prints min / median / max of its RPS per core
+and of its ratio to wrk's in the same run. The "other" column is CPU 1 time used by processes this script did not
+start: anything above a few percent means the figures were disturbed. No assertions: this prints figures for
+docs/own-test.md ("Which Locust user class") and for sizing.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -230,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=10, help="measured seconds per generator (default 10)")
     parser.add_argument("--connections", type=int, default=50, help="connections (Locust users) (default 50)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of every generator (default 3)")
     parser.add_argument("--generators", default=",".join(GENERATORS),
                         help=f"comma-separated subset of {', '.join(GENERATORS)}")
     parser.add_argument("--raw-loop", choices=("geventhttpclient", "leanhttp"), help=argparse.SUPPRESS)
@@ -238,8 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.raw_loop:
         raw_loop(args.raw_loop, args.url, args.connections, args.duration)
         return 0
-    if not 1 <= args.duration <= 120 or not 1 <= args.connections <= 1000:
-        parser.error("--duration must be 1..120 s and --connections 1..1000")
+    if not 1 <= args.duration <= 120 or not 1 <= args.connections <= 1000 or not 1 <= args.runs <= 10:
+        parser.error("--duration must be 1..120 s, --connections 1..1000 and --runs 1..10")
     names = [n for n in args.generators.split(",") if n]
     unknown = set(names) - set(GENERATORS)
     if unknown:
@@ -252,22 +255,40 @@ def main(argv: list[str] | None = None) -> int:
         names.remove("wrk")
 
     workdir = Path(tempfile.mkdtemp(prefix="loadtest-generators-"))
-    results = []
+    runs: list[list[Measurement]] = []
     target = None
     try:
         target = Target(workdir / "nginx")
-        for name in names:
-            print(f"measuring {name} ...", flush=True)
-            results.append(measure(name, target, args.connections, args.duration, workdir))
+        for run in range(1, args.runs + 1):
+            runs.append([])
+            for name in names:
+                print(f"run {run}/{args.runs}: measuring {name} ...", flush=True)
+                runs[-1].append(measure(name, target, args.connections, args.duration, workdir))
+            print_table(runs[-1], args.connections, args.duration)
     except RuntimeError as e:
         print(f"generators: {e}", file=sys.stderr)
         return checks.RUN_FAILED  # 4: the measurement could not be made (1 means a check failed)
     finally:
         if target is not None:
             stop(target.proc)
-    print_table(results, args.connections, args.duration)
+    if len(runs) > 1:
+        print_spread(runs)
     shutil.rmtree(workdir)
     return 0
+
+
+def print_spread(runs: list[list[Measurement]]) -> None:
+    """Each generator's RPS per core, and its ratio to wrk's in the same run, as min / median / max over the runs."""
+    print(f"\nover {len(runs)} runs, min / median / max")
+    print(f"{'generator':<22} {'RPS/core':>26} {'vs wrk':>20}")
+    for i, name in enumerate(m.generator for m in runs[0]):
+        per_core = sorted(run[i].rps_per_core for run in runs)
+        wrk = [next((m for m in run if m.generator == "wrk"), None) for run in runs]
+        ratios = sorted(run[i].rps_per_core / w.rps_per_core for run, w in zip(runs, wrk) if w and w.rps_per_core)
+        spread = " / ".join(f"{v:,.0f}" for v in (per_core[0], statistics.median_low(per_core), per_core[-1]))
+        versus = (" / ".join(f"{v:.2f}" for v in (ratios[0], statistics.median_low(ratios), ratios[-1]))
+                  if ratios else "-")
+        print(f"{name:<22} {spread:>26} {versus:>20}")
 
 
 if __name__ == "__main__":

@@ -77,10 +77,10 @@ def rate_flag(rate: float) -> str:
 
 
 def attack(url: str, rate: float, duration_s: float, workers: int | None = None, cpus: int | None = None,
-           timeout_s: float = 10) -> Attack:
+           timeout_s: float = 10, pin: list[int] | None = None) -> Attack:
     """`GET url` at `rate` requests/s for `duration_s`, keep-alive; `workers` is vegeta's initial worker count (it
-    adds more when they are all busy), `cpus` its GOMAXPROCS (default: every core)."""
-    return _run(url, rate_flag(rate), rate, duration_s, workers, None, cpus, timeout_s)
+    adds more when they are all busy), `cpus` its GOMAXPROCS (default: every core), `pin` the CPUs it runs on."""
+    return _run(url, rate_flag(rate), rate, duration_s, workers, None, cpus, timeout_s, pin)
 
 
 def max_rate(url: str, duration_s: float, cpus: int = 1, workers: int = 64, timeout_s: float = 10,
@@ -94,7 +94,8 @@ def max_rate(url: str, duration_s: float, cpus: int = 1, workers: int = 64, time
 def _run(url: str, rate: str, offered: float, duration_s: float, workers: int | None, max_workers: int | None,
          cpus: int | None, timeout_s: float, pin: list[int] | None = None) -> Attack:
     binary = tools.find("vegeta")
-    argv = [*(["taskset", "-c", ",".join(map(str, pin))] if pin else []), binary, *(["-cpus", str(cpus)] if cpus else []), "attack", f"-rate={rate}", f"-duration={duration_s}s",
+    argv = [*(["taskset", "-c", ",".join(map(str, pin))] if pin else []), binary,
+            *(["-cpus", str(cpus)] if cpus else []), "attack", f"-rate={rate}", f"-duration={duration_s}s",
             f"-timeout={timeout_s}s", "-keepalive=true", "-max-body=0"]
     if workers is not None:
         argv.append(f"-workers={workers}")

@@ -45,6 +45,7 @@ import gevent
 from gevent.event import Event
 from gevent.local import local
 from locust import TaskSet, events
+from locust.exception import StopUser
 from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import RequestStats, StatsEntry
 
@@ -133,13 +134,16 @@ class Counts:
         return data
 
 
-def probe_loop(counts: Counts) -> None:
-    """Forever: sleep LOOP_PROBE_S and count how late the loop woke (see the module's doc)."""
+def probe_loop(counts: Counts, stopping: Event) -> None:
+    """Forever: sleep LOOP_PROBE_S and count how late the loop woke (see the module's doc), except while the run's
+    users are being stopped."""
     clock = time.perf_counter
     while True:
         due = clock() + LOOP_PROBE_S
         gevent.sleep(LOOP_PROBE_S)
         lag = clock() - due
+        if stopping.is_set():
+            continue
         loop = counts.loop
         loop["probes"] += 1
         loop["lagged"] += lag > LATE_S
@@ -217,7 +221,7 @@ def own_wait_times(tasks) -> list[str]:
 _iteration = local()  # per user greenlet: how late its current task started, in ms
 
 
-def _install_schedule(environment, schedule: Schedule, counts: Counts) -> Event:
+def _install_schedule(environment, schedule: Schedule, counts: Counts, stopping: Event) -> Event:
     """The schedule in every User class; the event it returns is set once the whole pool runs, and the first slot
     is the first taken after that (slots handed out while users are still being created would all start late; a
     worker that never hears it starts after POOL_WAIT_S)."""
@@ -230,11 +234,14 @@ def _install_schedule(environment, schedule: Schedule, counts: Counts) -> Event:
             gevent.sleep(POLL_S)
         now = clock()
         if now - slot > LATE_S:
-            counts.late["users"] += 1
+            late = "users"
         else:
             gevent.sleep(max(0.0, slot - now))
-            if clock() - slot > LATE_S:
-                counts.late["cpu"] += 1
+            late = "cpu" if clock() - slot > LATE_S else None
+        if stopping.is_set():  # the run is ending: neither counted nor sent (Locust's own wait stops a user so too)
+            raise StopUser()
+        if late:
+            counts.late[late] += 1
         counts.slots += 1
         _iteration.lateness_ms = max(0.0, clock() - slot) * 1000
         return 0
@@ -252,6 +259,7 @@ def _install_schedule(environment, schedule: Schedule, counts: Counts) -> Event:
             wait_for_slot(self)  # the first task waits for its slot too
 
         user_class.on_start = on_start
+
 
     # Every request event of a user's task carries its service time; the slot's lateness makes it the response time
     # from the intended send, for Locust's statistics and every other listener alike.
@@ -274,8 +282,13 @@ def _register_users_side(environment, rate: float | None, counts: Counts) -> Sch
     schedule = Schedule()
     if rate is not None:  # a standalone Locust sends the whole rate itself
         schedule.set_rate(rate)
-    pool_running = _install_schedule(environment, schedule, counts)
-    gevent.spawn(probe_loop, counts)
+    # Set from the moment Locust starts stopping the users to the next start: Locust stops thousands of them, a slot
+    # that falls due meanwhile wakes late because of it, and neither that slot nor the loop's lag is the run's.
+    stopping = Event()
+    environment.events.test_stopping.add_listener(lambda **_: stopping.set())
+    environment.events.test_start.add_listener(lambda **_: stopping.clear())
+    pool_running = _install_schedule(environment, schedule, counts, stopping)
+    gevent.spawn(probe_loop, counts, stopping)
 
     @environment.events.test_start.add_listener
     def hold(**_):
