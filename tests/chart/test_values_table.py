@@ -20,6 +20,7 @@ import pytest
 import yaml
 from conftest import CHART
 
+from loadtest.capacity.sizing import MAX_WORKERS_PER_MASTER as MAX_WORKERS
 from loadtest.generate import valuesgen
 
 # A subchart that is off by default validates its values only when it is on.
@@ -182,6 +183,9 @@ KINDS = {
     "object name": Kind(("optionalObjectName", "optionalNamespaceName"),
                         r"(existing[A-Z]\w*|[sS]ecretName|ingressClass|storageClass|secretNamespace|Account\.name)$",
                         ("My_Secret", "a b", "x" * 254, "-x", "x."), ("", "my-secret", "a1")),
+    # One master's measured ceiling (loadtest/capacity/sizing.py, benchmarks/master.py).
+    "worker count": Kind(("workerReplicas",), r"worker\.replicas$",
+                         (-1, MAX_WORKERS + 1, "many", 2.5), (0, 1, MAX_WORKERS), type="integer"),
 }
 
 
