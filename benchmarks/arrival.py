@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-from generators import GENERATOR_CPU, Target  # a sibling script: the same pinned nginx
+from generators import GENERATOR_CPU, Target, spread  # a sibling script: the same pinned nginx
 
 from loadtest.errors import RunFailed
 from loadtest.judging import checks, locuststats
@@ -130,16 +129,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Locust held none of the rates asked in {len(runs) - len(held)} run(s): start lower (--rates)")
     if not held:
         return 0
-    print(spread("Locust open model held, requests/s on 1 core (< 1 % late starts)", [r.best.offered for r in held],
-                 "{:,.0f}"))
-    print(spread("vegeta as fast as it goes on 1 core, requests/s", [r.reference.achieved_rps for r in runs],
-                 "{:,.0f}"))
-    print(spread("ratio to vegeta's per-core rate", [r.best.offered / r.reference.achieved_rps for r in held],
-                 "{:.2f}"))
-    print(spread("at half that rate, Locust's p99 from the slot minus vegeta's p99, ms",
-                 [r.half.p99_ms - r.vegeta_half.p99_ms for r in held], "{:+.1f}"))
-    print(spread("Locust's memory per 1,000 pool users at the held rate, MiB",
-                 [r.best.rss_per_1000_users for r in held], "{:.0f}"))
+    for what, values, form in (
+            ("Locust open model held, requests/s on 1 core (< 1 % late starts)", [r.best.offered for r in held],
+             "{:,.0f}"),
+            ("vegeta as fast as it goes on 1 core, requests/s", [r.reference.achieved_rps for r in runs], "{:,.0f}"),
+            ("ratio to vegeta's per-core rate", [r.best.offered / r.reference.achieved_rps for r in held], "{:.2f}"),
+            ("at half that rate, Locust's p99 from the slot minus vegeta's p99, ms",
+             [r.half.p99_ms - r.vegeta_half.p99_ms for r in held], "{:+.1f}"),
+            ("Locust's memory per 1,000 pool users at the held rate, MiB", [r.best.rss_per_1000_users for r in held],
+             "{:.0f}")):
+        print(f"  {what}: {spread(values, form)}")
     return 0
 
 
@@ -172,12 +171,6 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
         print(f"at {half:,.0f}/s: p99 Locust {run.half.p99_ms:g} ms from the slot, vegeta {run.vegeta_half.p99_ms:.2f} "
               "ms", flush=True)
     return run
-
-
-def spread(what: str, values: list[float], form: str) -> str:
-    ordered = sorted(values)
-    return f"  {what}: " + " / ".join(form.format(v) for v in (ordered[0], statistics.median_low(ordered),
-                                                                ordered[-1]))
 
 
 if __name__ == "__main__":

@@ -277,18 +277,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def min_median_max(values) -> tuple:
+    """A figure's spread over runs: its lowest, median (one of the values: median_low) and highest."""
+    ordered = sorted(values)
+    return ordered[0], statistics.median_low(ordered), ordered[-1]
+
+
+def spread(values, form: str) -> str:
+    """min / median / max, each written with `form` (e.g. "{:,.0f}")."""
+    return " / ".join(form.format(v) for v in min_median_max(values))
+
+
 def print_spread(runs: list[list[Measurement]]) -> None:
     """Each generator's RPS per core, and its ratio to wrk's in the same run, as min / median / max over the runs."""
     print(f"\nover {len(runs)} runs, min / median / max")
     print(f"{'generator':<22} {'RPS/core':>26} {'vs wrk':>20}")
     for i, name in enumerate(m.generator for m in runs[0]):
-        per_core = sorted(run[i].rps_per_core for run in runs)
         wrk = [next((m for m in run if m.generator == "wrk"), None) for run in runs]
-        ratios = sorted(run[i].rps_per_core / w.rps_per_core for run, w in zip(runs, wrk) if w and w.rps_per_core)
-        spread = " / ".join(f"{v:,.0f}" for v in (per_core[0], statistics.median_low(per_core), per_core[-1]))
-        versus = (" / ".join(f"{v:.2f}" for v in (ratios[0], statistics.median_low(ratios), ratios[-1]))
-                  if ratios else "-")
-        print(f"{name:<22} {spread:>26} {versus:>20}")
+        ratios = [run[i].rps_per_core / w.rps_per_core for run, w in zip(runs, wrk) if w and w.rps_per_core]
+        per_core = spread((run[i].rps_per_core for run in runs), "{:,.0f}")
+        print(f"{name:<22} {per_core:>26} {spread(ratios, '{:.2f}') if ratios else '-':>20}")
 
 
 if __name__ == "__main__":

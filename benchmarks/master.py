@@ -12,7 +12,7 @@ run it prints:
   rss       the master's resident memory then
   missed    heartbeats the master missed (its "failed to send heartbeat" log lines: a worker set missing)
   dropped   statistics reports sent and not counted by the master (its request count against the swarm's)
-  scrape    seconds the master's /metrics took to answer (median of three), and its series
+  scrape    seconds the master's /metrics took to answer (median of three), and its series (the last scrape's)
   swarm lag how late, at worst, the simulated workers sent (above a second, the swarm, not the master, was the limit)
 then min / median / max over --runs runs per worker count. No assertions: the figures go to docs/sizing.md and
 the master's sizing in loadtest/capacity/sizing.py.
@@ -25,7 +25,6 @@ import os
 import re
 import select
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,13 +35,19 @@ from pathlib import Path
 
 import psutil
 import swarm  # a sibling script
-from generators import GENERATOR_CPU, TARGET_CPU, Target
+from generators import GENERATOR_CPU, TARGET_CPU, Target, min_median_max
 
+from loadtest import paths
 from loadtest.errors import RunFailed
 from loadtest.judging import checks
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import LOCAL_HOST, Processes, free_port, stop
 from loadtest.workload import scenarios
+
+sys.path.insert(0, str(paths.PLUGIN))
+import loadtest_arrival  # noqa: E402  (the plugin's modules, for the names of the settings the master reads)
+import loadtest_judge  # noqa: E402
+import loadtest_metrics  # noqa: E402
 
 MASTER_CPU, SWARM_CPU = TARGET_CPU, GENERATOR_CPU
 USERS_PER_WORKER = 10
@@ -68,8 +73,8 @@ class Figures:
 
 
 def master_env(metrics_port: int) -> dict[str, str]:
-    return {"LOADTEST_METRICS_PORT": str(metrics_port), "LOADTEST_CHECKS": "fail_ratio<1%",
-            "LOADTEST_ARRIVAL_RATE": str(ARRIVAL_RATE)}
+    return {loadtest_metrics.PORT_ENV: str(metrics_port), loadtest_judge.CHECKS_ENV: "fail_ratio<1%",
+            loadtest_arrival.RATE_ENV: str(ARRIVAL_RATE)}
 
 
 def record(workdir: Path, seconds: int = RECORD_S) -> Path:
@@ -134,10 +139,11 @@ class Swarm:
 
     def __init__(self, procs: Processes, master_port: int, workers: int, recording: Path):
         self.started = time.time()
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", str(SWARM_CPU), sys.executable, str(Path(__file__).with_name("swarm.py")),
-             "--master", f"{LOCAL_HOST}:{master_port}", "--workers", str(workers), "--recording", str(recording)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(procs.logs / "swarm.log", "wb"))
+        with open(procs.logs / "swarm.log", "wb") as log:
+            self.proc = subprocess.Popen(
+                ["taskset", "-c", str(SWARM_CPU), sys.executable, str(Path(__file__).with_name("swarm.py")),
+                 "--master", f"{LOCAL_HOST}:{master_port}", "--workers", str(workers), "--recording", str(recording)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
         self.pending = b""
 
     def expect(self, event: str, timeout_s: float) -> dict:
@@ -193,7 +199,8 @@ def measure(workdir: Path, workers: int, recording: Path, steady_s: float) -> Fi
             if simulated.proc.poll() is None:
                 stop(simulated.proc)
     busy = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
-    scrape_s, text = sorted(scrapes)[1]
+    scrape_s = sorted(seconds for seconds, _ in scrapes)[1]
+    text = scrapes[-1][1]  # the last: by then every worker has sent its first report, and has its series
     return Figures(workers=workers, connect_s=connected["t"] - simulated.started,
                    dispatch_s=spawned["t"] - connected["t"], cpu=busy / (wall_after - wall_before),
                    rss_mib=rss / 2**20, missed=missed, dropped=sent - received, scrape_s=scrape_s,
@@ -214,11 +221,9 @@ def row(f: Figures) -> str:
 
 def spread(runs: list[Figures]) -> list[str]:
     """min / median / max of each figure over the runs, one line each."""
-    lines = []
-    for label, pick in (("min", min), ("median", statistics.median_low), ("max", max)):
-        values = {f.name: pick(getattr(r, f.name) for r in runs) for f in fields(Figures)}
-        lines.append(f"{label:>6} " + row(Figures(**values))[7:])
-    return lines
+    columns = {f.name: min_median_max(getattr(r, f.name) for r in runs) for f in fields(Figures)}
+    return [f"{label:>6} " + row(Figures(**{name: column[i] for name, column in columns.items()}))[7:]
+            for i, label in enumerate(("min", "median", "max"))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ import pytest
 from helpers import wait_for
 
 from loadtest import paths
+from loadtest.runtime.processes import Processes, stop
 
 sys.path.insert(0, str(paths.HOME / "benchmarks"))
 import arrival  # noqa: E402  (benchmark scripts, found through the path above)
@@ -25,7 +26,7 @@ def recording(tmp_path_factory):
 def nginx(tmp_path_factory):
     target = generators.Target(tmp_path_factory.mktemp("nginx") / "run")
     yield target
-    generators.stop(target.proc)
+    stop(target.proc)
 
 
 def test_generators_count_requests_at_the_target_and_the_generators_own_cpu(nginx, tmp_path):
@@ -65,10 +66,10 @@ def test_a_real_master_counts_every_simulated_worker_and_every_report(tmp_path, 
 def test_a_worker_the_master_does_not_hear_from_is_counted_missed(tmp_path, recording):
     """The missed-heartbeat figure reads what the master logs: a swarm that stops sending leaves its workers
     missing after Locust's HEARTBEAT_LIVENESS seconds."""
-    with master.Processes(tmp_path) as procs:
+    with Processes(tmp_path) as procs:
         real = master.Master(procs, 3)
         simulated = master.Swarm(procs, real.locust.master_port, 3, recording)
         simulated.expect("spawned", 30)
-        master.stop(simulated.proc)
+        stop(simulated.proc)
         wait_for("the master to set the 3 silent workers missing", real.missed, 15, until=lambda n: n == 3,
                  detail=lambda: procs.log_tail("locust-master"))
