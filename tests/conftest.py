@@ -11,7 +11,7 @@ import pytest
 from loadtest.runtime import tools
 from loadtest.runtime.cluster import pods, wait_for
 
-LAYERS = ("unit", "chart", "cluster", "dataplane", "node", "journeys")
+LAYERS = ("unit", "chart", "cluster", "dataplane", "node", "faults", "journeys")
 
 
 def pytest_collection_modifyitems(items):

@@ -23,7 +23,7 @@ import psutil
 
 from .. import paths, units
 from ..errors import UsageError
-from ..judging import checks, verdict
+from ..judging import checks, runresult, verdict
 from ..runtime import localrun
 from ..workload import arrival, scenarios, targets
 from . import owntest, types
@@ -59,6 +59,8 @@ def print_result(r: localrun.Result, out=print) -> None:
     if r.host_cpu is not None:
         out(f"  machine CPU      {r.host_cpu:.0%} of {psutil.cpu_count()} core(s) busy")
     out(f"  verdict          {f'{v.kind}: {v.reason}' if v else 'none: no steady window to judge'}")
+    for line in runresult.files.faults_lines(r.faults)[:-1] if r.faults else ():
+        out(f"  {line}")
 
 
 @dataclass(frozen=True)

@@ -94,14 +94,16 @@ def run(args) -> int:
              "generator_saturated_share": result.steady.generator_share,
              "target_saturated_share": result.steady.target_share},
         window=result.window.to_json(), judged=result.window.describe(),
-        incomplete=None if result.window.samples else result.window.describe())
+        incomplete=None if result.window.samples else result.window.describe(), faults=result.faults)
     local.print_result(result)
     hold_to_baseline(report, out)
     files = runresult.write(report, out)
     print_outcomes(report, files)
     if report.generator_bound:
-        print("loadtest run: invalid measurement: the generator was the limit; add workers or cores and run again",
-              file=sys.stderr)
+        print("loadtest run: invalid measurement: " + (
+            "workers were lost while every user ran (see the verdict and faults in result.json); run again"
+            if result.steady.losses else "the generator was the limit; add workers or cores and run again"),
+            file=sys.stderr)
     return report.exit_code
 
 

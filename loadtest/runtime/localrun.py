@@ -31,6 +31,11 @@ from .stack import Stack
 # loadtest_arrival's settings: the rate for the whole run, and where the master writes its figures.
 ARRIVAL_RATE_ENV = "LOADTEST_ARRIVAL_RATE"
 ARRIVAL_FILE_ENV = "LOADTEST_ARRIVAL_FILE"
+# Where the master writes loadtest_faults' record of its workers when it quits.
+FAULTS_FILE_ENV, FAULTS_FILE = "LOADTEST_FAULTS_FILE", "faults.json"
+# A worker that ends while the swarm runs is started again, as its Deployment would (the master, rebalancing, gives
+# it users); one that keeps ending is a fault of the test, not of the run: past this many, the run fails.
+MAX_WORKER_RESTARTS = 3
 # Locust needs a moment after the run time to collect the workers' last reports and write its files.
 SHUTDOWN_GRACE_S = 30
 
@@ -57,6 +62,7 @@ class Result(locuststats.RunStats):
     steady: verdict.Window | None = None
     arrival: arrival.Figures | None = None  # the open model's (--arrival-rate); None for the closed model
     p999_ms: float | None = None
+    faults: dict | None = None  # loadtest_faults' record of the workers, and the target's own count of requests
 
     @property
     def failure_ratio(self) -> float:
@@ -231,12 +237,15 @@ def _live_line(seconds: float, phase: str, users: int, rps: float | None, status
             + (f"  {target} CPU {target_cpu:.0%}" if target_cpu is not None else ""))
 
 
-def _watch(stack: Stack, master, web: LocustWeb, worker_procs: list, server, target: str, series: Series,
+def _watch(stack: Stack, master, web: LocustWeb, locust: Locust, server, target: str, series: Series,
            deadline: float, progress) -> Phases:
     """Every second until the master ends: the workers' and the target's CPU over that second (measured here,
     rather than from Locust's worker reports, which lag by up to 5 s), the master's state and figures, a line of
-    series.csv and a live line. A worker that died while the test ran fails the run."""
+    series.csv and a live line. A worker that ends while the swarm runs is started again (MAX_WORKER_RESTARTS at
+    most) and the master records the loss; one that ends before the swarm started fails the run."""
+    worker_procs = locust.workers
     worker_meters = [CpuMeter(w.pid) for w in worker_procs]
+    restarts = 0
     target_meter = CpuMeter(server.proc.pid) if server else None
     psutil.cpu_percent(None)
     phases = Phases()
@@ -253,10 +262,19 @@ def _watch(stack: Stack, master, web: LocustWeb, worker_procs: list, server, tar
             series.rates.count(web.stats_entries())
         except LocustWebError:
             continue
-        if died and runner["state"] not in ("cleanup", "stopping", "stopped"):
+        if died and runner["state"] in ("spawning", "running") and restarts < MAX_WORKER_RESTARTS:
+            for i in died:
+                code = worker_procs[i].returncode
+                restarts += 1
+                worker_meters[i] = CpuMeter(locust.restart_worker(i).pid)
+                progress(f"  worker {i} ended ({f'signal {-code}' if code < 0 else f'exit {code}'}) "
+                         f"{time.time() - (phases.swarm_start or time.time()):.0f} s into the run: started again "
+                         "(the result says what the loss cost)")
+        elif died and runner["state"] not in ("cleanup", "stopping", "stopped"):
             i = died[0]
-            raise LocalRunError(f"Locust worker {i} exited with {worker_procs[i].returncode} during the run:\n"
-                                f"{stack.procs.log_tail(f'locust-worker-{i}', lines=3)}")
+            raise LocalRunError(f"Locust worker {i} exited with {worker_procs[i].returncode} during the run"
+                                + (f" (the {MAX_WORKER_RESTARTS + 1}th worker to end)" if restarts else "")
+                                + f":\n{stack.procs.log_tail(f'locust-worker-{i}', lines=3)}")
         now = time.time()
         target_cpu = target_meter.sample(keep=False) if target_meter else None
         worker_cpu = [m.sample(keep=False) for m in worker_meters]
@@ -289,6 +307,7 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     workdir.mkdir(parents=True, exist_ok=True)
     if arrival_rate:
         env[ARRIVAL_RATE_ENV], env[ARRIVAL_FILE_ENV] = repr(float(arrival_rate)), str(workdir / arrival.FILE)
+    env[FAULTS_FILE_ENV] = str(workdir / FAULTS_FILE)
     with Stack(workdir) as stack:
         if host is None:
             _, server = stack.target(target, tls_mode)
@@ -301,15 +320,16 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         master = locust.start_master(
             "--autostart", "--autoquit", "0", "-u", str(users), "-r", str(spawn_rate), "-t", f"{run_time_s}s",
             "--host", host, "--csv", str(workdir / "stats"), "--json-file", str(workdir / "stats"),
-            "--html", str(workdir / "report.html"), "--exit-code-on-error", "0",
+            "--html", str(workdir / "report.html"), "--exit-code-on-error", "0", "--enable-rebalancing",
             expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
-        worker_procs = locust.start_workers(workers)
+        counted_before = server.requests_counted() if server else None
+        locust.start_workers(workers)
         load = f"{arrival_rate:,g} requests/s from {users} users" if arrival_rate else f"{users} users"
         progress(f"loadtest local: {scenario} against {where} on {host}, "
                  f"{workers} worker(s), {load}, {run_time_s} s")
         series = Series(workdir / "series.csv")
         try:
-            phases = _watch(stack, master, LocustWeb(locust.web_url, locust.web_credentials), worker_procs, server,
+            phases = _watch(stack, master, LocustWeb(locust.web_url, locust.web_credentials), locust, server,
                             target, series, time.monotonic() + STARTUP_TIMEOUT_S + run_time_s + SHUTDOWN_GRACE_S,
                             progress)
         finally:
@@ -319,11 +339,17 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
             series.close()
         if master.returncode != 0:
             raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{stack.procs.log_tail(MASTER)}")
-    return _result(workdir, phases, scenario, workers, users, run_time_s, server, target, tls_mode, arrival_rate)
+        counted_after = server.requests_counted() if server else None
+    faults = json.loads((workdir / FAULTS_FILE).read_text()) if (workdir / FAULTS_FILE).exists() else None
+    if faults is not None:  # the target's own count beside the workers' (less the two reads of it)
+        faults["target_requests"] = (counted_after - counted_before - 1
+                                     if None not in (counted_before, counted_after) else None)
+    return _result(workdir, phases, scenario, workers, users, run_time_s, server, target, tls_mode, arrival_rate,
+                   faults)
 
 
 def _result(workdir: Path, phases: Phases, scenario: str, workers: int, users: int, run_time_s: int, server,
-            target: str, tls_mode: str, arrival_rate: float | None) -> Result:
+            target: str, tls_mode: str, arrival_rate: float | None, faults: dict | None) -> Result:
     """The run's Result: Locust's final figures, and the steady window's CPU means and verdict window."""
     ended = time.time()
     final = locuststats.read(workdir / "stats.json")
@@ -335,14 +361,15 @@ def _result(workdir: Path, phases: Phases, scenario: str, workers: int, users: i
                                late_users=figures.late_share("users") if figures else None,
                                loop_lagged=figures.loop_lagged if figures else None,
                                max_lag_ms=figures.max_lag_ms if figures else None,
-                               achieved=final.rps / figures.offered_rps if figures else None)
+                               achieved=final.rps / figures.offered_rps if figures else None,
+                               losses=tuple(faults["steady_losses"]) if faults else ())
     return Result(
         **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
         worker_cpu=[sum(s.worker_cpu[i] for s in samples) / len(samples) for i in range(workers)] if samples else [],
         target_cpu=steady.target_cpu * server.cpus if server and steady.target_cpu is not None else None,
         target_cpus=server.cpus if server else 1, target=target, tls_mode=tls_mode,
         host_cpu=steady.host_cpu, window=phases.window(ended), steady=steady, arrival=figures,
-        p999_ms=locuststats.figures(workdir / "stats.json")[checks.AGGREGATED].percentiles_ms[0.999],
+        p999_ms=locuststats.figures(workdir / "stats.json")[checks.AGGREGATED].percentiles_ms[0.999], faults=faults,
     )
 
 

@@ -83,6 +83,15 @@ class Locust:
                 env=self.env, cwd=self.cwd))
         return self.workers
 
+    def restart_worker(self, index: int) -> subprocess.Popen:
+        """A worker in place of worker `index`, which ended (as its Deployment would start one); its log beside the
+        first one's."""
+        restarts = sum(1 for name in self.procs.procs if name.startswith(f"locust-worker-{index}."))
+        self.workers[index] = self.procs.start(f"locust-worker-{index}.{restarts + 1}", self.cmd + [
+            "--worker", "--master-host", LOCAL_HOST, "--master-port", str(self.master_port)],
+            env=self.env, cwd=self.cwd)
+        return self.workers[index]
+
     def start_standalone(self, *args: str, web: bool = False, env: dict[str, str] | None = None) -> subprocess.Popen:
         """One process that generates the load itself, headless or with its web UI (`web`)."""
         env = with_plugin({**self.env, **(env or {})})

@@ -15,6 +15,7 @@ import resource
 import shutil
 import subprocess
 import tempfile
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,6 +101,17 @@ class Server:
         if tls and self.https_url is None:
             raise TargetError(f"{self.name} has no HTTPS listener")
         return self.https_url if tls else self.http_url
+
+    def requests_counted(self) -> int | None:
+        """nginx's own count of the requests it has read (stub_status; this call is one of them), or None where the
+        server keeps none here (HAProxy's is per frontend) or did not answer (stopped, say)."""
+        if not self.status_url.endswith("/stub_status"):
+            return None
+        try:
+            with urllib.request.urlopen(self.status_url, timeout=5) as response:
+                return int(response.read().decode().splitlines()[2].split()[2])
+        except (OSError, ValueError, IndexError):
+            return None
 
 
 class Stack:

@@ -28,6 +28,7 @@ from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, MasterRunner
 
 import loadtest_arrival
 import loadtest_checks
+import loadtest_faults
 import loadtest_prometheus
 import loadtest_results as results
 import loadtest_s3
@@ -60,8 +61,10 @@ logger = logging.getLogger(__name__)
 
 class WorkerCpu:
     """The steady window's samples: each worker's CPU as a share of its ceiling, from its reports while the swarm
-    runs, one sample per round of reports (a report interval). A report says what the worker used since its previous
-    one, so each worker's first report while every user runs is left out: it may cover the spawning before."""
+    runs, one sample per round of reports (a report interval), counted from the first moment every user ran. A report
+    says what the worker used since its previous one, so each worker's first report while every user runs is left
+    out: it may cover the spawning before. Reports while a rebalance spawns users (a worker lost or joined) are left
+    out too; the window goes on after it."""
 
     def __init__(self, runner: MasterRunner):
         self.runner = runner
@@ -72,7 +75,6 @@ class WorkerCpu:
     def add(self, client_id: str, data: dict, now: float | None = None) -> None:
         """A worker's report (Locust's worker_report event), received at `now` (monotonic; by default, now)."""
         if self.runner.state != STATE_RUNNING:
-            self.running_since, self.reported = None, set()
             return
         now = time.monotonic() if now is None else now
         if self.running_since is None:
@@ -98,17 +100,18 @@ class WorkerCpu:
         return samples
 
 
-def steady_window(cpu: WorkerCpu, arrival, figures: dict) -> loadtest_verdict.Window:
-    """The steady window the verdict judges: the workers' samples and, in the open model, its late starts, its event
-    loop's lag and the share of the offered rate sent. The target's CPU is not the master's to see."""
+def steady_window(cpu: WorkerCpu, arrival, figures: dict, losses: tuple[str, ...] = ()) -> loadtest_verdict.Window:
+    """The steady window the verdict judges: the workers' samples, the workers lost in it and, in the open model, its
+    late starts, its event loop's lag and the share of the offered rate sent. The target's CPU is not the master's
+    to see."""
     if not arrival:
-        return loadtest_verdict.Window.of(cpu.samples(), target_watched=False)
+        return loadtest_verdict.Window.of(cpu.samples(), target_watched=False, losses=losses)
     totals = arrival.to_json()
     return loadtest_verdict.Window.of(
         cpu.samples(), late_starts=totals["late_share"]["cpu"], late_users=totals["late_share"]["users"],
         loop_lagged=arrival.loop_lagged(), max_lag_ms=totals["loop"]["max_lag_ms"],
         achieved=figures[loadtest_checks.AGGREGATED].rps / arrival.rate if arrival.rate else None,
-        target_watched=False)
+        target_watched=False, losses=losses)
 
 
 def results_folder() -> str | None:
@@ -251,7 +254,8 @@ class JudgedRun:
             sync_while_running(self.store, self.folder, sync_s)
 
     def steady_from(self, **_) -> None:
-        self.steady[0], self.steady[1] = time.time(), None
+        # The first spawning_complete: a rebalance's later ones (a worker lost or joined) do not restart the window.
+        self.steady[0] = self.steady[0] or time.time()
 
     def steady_until(self, **_) -> None:
         self.steady[1] = self.steady[1] or time.time()
@@ -267,7 +271,9 @@ class JudgedRun:
             self.checks + ([loadtest_checks.rate_check(arrival.rate)] if arrival else []), figures)
         for outcome in outcomes:
             logger.info("check %s", outcome.describe())
-        window = steady_window(self.cpu, arrival, figures)
+        faults = loadtest_faults.log
+        faults.look()
+        window = steady_window(self.cpu, arrival, figures, faults.losses(self.steady[0], self.steady[1]))
         verdict = loadtest_verdict.judge(window)
         logger.info("verdict %s: %s", verdict.kind, verdict.reason)
         code = loadtest_checks.exit_code(outcomes, verdict.kind == loadtest_verdict.GENERATOR_BOUND,
@@ -281,12 +287,12 @@ class JudgedRun:
             logger.error("%s", unjudged)
             code = loadtest_checks.RUN_FAILED
         if self.folder:
-            code = self.write(figures, outcomes, window, verdict, unjudged)
+            code = self.write(figures, outcomes, window, verdict, unjudged, faults.to_json())
         logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code].meaning)
         environment.process_exit_code = code
 
     def write(self, figures: dict, outcomes: list, window: loadtest_verdict.Window,
-              verdict: loadtest_verdict.Verdict, incomplete: str | None) -> int:
+              verdict: loadtest_verdict.Verdict, incomplete: str | None, faults: dict) -> int:
         """The run's folder (series.csv, result.json and the rest), held to the pinned baseline; its exit code."""
         write_series(self.folder, self.started, time.time())
         start, end = self.steady[0], self.steady[1] or time.time()
@@ -296,7 +302,7 @@ class JudgedRun:
                  "generator_saturated_share": window.generator_share, "steady_samples": window.samples},
             window={"start": start, "end": end, "seconds": round(end - start, 1) if start else 0.0},
             judged="every user running, before the stop (Locust reset its statistics when the last user started)",
-            incomplete=incomplete)
+            incomplete=incomplete, faults=faults)
         report.baseline = results.hold_to(baseline_of(self.store), report.to_json())
         if report.baseline:
             (logger.error if report.baseline.invalid else logger.info)("%s", report.baseline.describe())

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from locust import events
 
 import loadtest_arrival  # noqa: F401  (registering it runs the open model when LOADTEST_ARRIVAL_RATE is set)
+import loadtest_faults  # noqa: F401  (registering it records workers lost and joined, and the requests they sent)
 import loadtest_judge  # noqa: F401  (registering it judges LOADTEST_CHECKS when the master ends a run)
 import loadtest_metrics  # noqa: F401  (registering it serves the run's Prometheus metrics)
 

@@ -194,8 +194,15 @@ def _register_worker(environment) -> None:
     # worker quits.
     if ready_file := os.environ.get(READY_FILE_ENV):
         Path(ready_file).touch()
-    warnings = 0
+    warnings = sent = 0
     clock, throttle = CpuClock(), ThrottleClock()
+
+    @environment.events.request.add_listener
+    def count_request(**_):
+        # The worker's own running total of the run's requests, never reset: the master holds the run's count to it
+        # (loadtest_faults) when a worker is lost, or statistics are reset.
+        nonlocal sent
+        sent += 1
 
     @environment.events.cpu_warning.add_listener
     def count_cpu_warning(**_):
@@ -204,13 +211,15 @@ def _register_worker(environment) -> None:
 
     @environment.events.test_start.add_listener
     def measure_the_run(**_):
+        nonlocal sent
+        sent = 0
         clock.start()  # the first report of a run measures the run, not the idle wait before it
         throttle.start()
 
     @environment.events.report_to_master.add_listener
     def add_worker_facts(client_id, data, **_):
         data[REPORT_KEY] = {"cpu_limit_cores": cpu_limit_cores(), "cpu_warnings": warnings,
-                            "cpu_cores": clock.cores(), "cpu_throttled": throttle.share()}
+                            "cpu_cores": clock.cores(), "cpu_throttled": throttle.share(), "requests_sent": sent}
 
     @environment.events.quitting.add_listener
     def send_last_report(**_):

@@ -125,6 +125,7 @@ class RunReport:
     window: dict | None = None  # the steady window judged: start, end (unix time), seconds, samples, ramp-up, stop
     judged: str | None = None  # the same in words
     baseline: BaselineOutcome | None = None  # the comparison with the store's baseline, when one is pinned
+    faults: dict | None = None  # what happened to the generator (loadtest_faults), and the target's count beside it
 
     @property
     def generator_bound(self) -> bool:
@@ -159,6 +160,7 @@ class RunReport:
             "checks": [{"check": o.check.text, "measured": o.measured, "passed": o.passed} for o in self.outcomes],
             "figures": {name: {**asdict(f), "fail_ratio": f.fail_ratio} for name, f in self.figures.items()},
             "baseline": self.baseline.to_json() if self.baseline else None,
+            "faults": self.faults,
         }
 
 
@@ -204,6 +206,18 @@ def junit(report: RunReport, suite: str) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
+def faults_lines(faults: dict) -> list[str]:
+    """summary.md's account of the generator's workers and of the requests: what a fault cost."""
+    lines = [f"Faults: {event['description']}" for event in faults["events"]]
+    lines.append(f"Requests sent by the workers' own count: {faults['requests_sent']:,}"
+                 + (f", about {faults['requests_unreported']:,} of them never reported by a lost worker"
+                    if faults["requests_unreported"] else ""))
+    if faults.get("target_requests") is not None:
+        lines.append(f"Requests counted by the target: {faults['target_requests']:,} "
+                     f"({faults['target_requests'] - faults['requests_sent']:+,} against the workers' count)")
+    return lines + [""]
+
+
 def summary(report: RunReport) -> str:
     code = report.exit_code
     lines = [f"# Load test run: {report.conditions.get('scenario', '')} against {report.conditions.get('target', '')}",
@@ -217,6 +231,8 @@ def summary(report: RunReport) -> str:
         lines += [f"Verdict: {report.verdict.kind}: {report.verdict.reason}", ""]
     if report.baseline:
         lines += [f"Baseline: {report.baseline.describe()}", ""]
+    if report.faults:
+        lines += faults_lines(report.faults)
     if report.outcomes:
         lines += ["| check | measured | result |", "|---|---|---|"]
         lines += [f"| `{o.check.text}` | {'-' if o.measured is None else checks.show(o.check.metric, o.measured)} | "

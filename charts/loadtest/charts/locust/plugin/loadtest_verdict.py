@@ -58,7 +58,7 @@ NOT_GENERATOR_BOUND = "not generator-bound"
 KINDS = (GENERATOR_BOUND, TARGET_BOUND, HEALTHY, NOT_GENERATOR_BOUND)
 
 # Why the generator was the limit (generator_limit).
-CPU, LATE_STARTS_CAUSE, LOOP = "cpu", "late-starts", "loop"
+CPU, LATE_STARTS_CAUSE, LOOP, LOST_WORKERS = "cpu", "late-starts", "loop", "lost-workers"
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,8 @@ class Window:
     loop_lagged: float | None = None  # open model: the share of the workers' event-loop probes that woke late
     max_lag_ms: float | None = None  # open model: the longest of those lags
     achieved: float | None = None  # open model: the achieved rate as a share of the offered one
+    # Workers lost or quit in the window, in words (loadtest_faults): the load it measured was not the one asked for.
+    losses: tuple[str, ...] = ()
     # False where only the generator is watched (the chart's master sees its workers, not the target): then no
     # verdict claims the target had headroom. A run that watches its target but got no figure of it (a target on
     # another machine) is judged as the saturation rules judge it: a target not seen saturated was not.
@@ -127,7 +129,7 @@ class Window:
     @classmethod
     def of(cls, samples: list[Sample], late_starts: float | None = None, late_users: float | None = None,
            loop_lagged: float | None = None, max_lag_ms: float | None = None, achieved: float | None = None,
-           target_watched: bool = True) -> Window:
+           target_watched: bool = True, losses: tuple[str, ...] = ()) -> Window:
         """The window of samples taken by the process that judges (locally, or the master from its reports)."""
         n = len(samples)
         by_worker: dict = {}
@@ -142,7 +144,7 @@ class Window:
             host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
             worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
             late_starts=late_starts, late_users=late_users, loop_lagged=loop_lagged, max_lag_ms=max_lag_ms,
-            achieved=achieved, target_watched=target_watched)
+            achieved=achieved, target_watched=target_watched, losses=tuple(losses))
 
     @property
     def measured(self) -> bool:
@@ -175,7 +177,10 @@ def generator_limit(window: Window) -> str | None:
     CPU was why: saturated in at least one sample (a worker lightly loaded that wakes late stalled for another
     reason, and its late starts are named, not blamed on CPU). LOOP (open model): the workers' event loop lagged in
     at least SATURATED_SHARE of its probes: it could not keep the schedule, whatever its CPU figure (a worker starved
-    by its limit before it was measured, or by its neighbours)."""
+    by its limit before it was measured, or by its neighbours). LOST_WORKERS: workers were lost or quit in the
+    window, so part of it ran with fewer workers than the load asked for, whatever the rest measured."""
+    if window.losses:
+        return LOST_WORKERS
     if window.late_starts is not None and window.late_starts >= LATE_STARTS and window.generator_share > 0:
         return LATE_STARTS_CAUSE
     if window.samples and window.generator_share >= SATURATED_SHARE:
@@ -204,6 +209,10 @@ def judge(window: Window) -> Verdict:
         return Verdict(NOT_GENERATOR_BOUND, "no steady sample of the workers' CPU: the run was too short to "
                                             "measure it; whether the generator was the limit is not known")
     cause = generator_limit(window)
+    if cause == LOST_WORKERS:
+        return Verdict(GENERATOR_BOUND, f"the generator lost workers in the steady window: {'; '.join(window.losses)}"
+                                        f" ({window.figures()}): the window ran with less load than asked for, so "
+                                        "its RPS and latency are not the target's at this load; run again")
     if cause == LATE_STARTS_CAUSE:
         return Verdict(GENERATOR_BOUND, f"the workers started {window.late_starts:.2%} of their requests more than "
                                         f"{LATE_MS} ms after their slot with a user waiting, their CPU saturated in "

@@ -1,0 +1,115 @@
+"""The master's record of its workers (plugin/loadtest_faults.py), fed as Locust feeds it: the runner's view of its
+workers looked at in turn, heartbeats and reports; and the verdict of a window that lost a worker."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from locust.env import Environment
+from locust.event import Events
+from locust.runners import STATE_MISSING, STATE_RUNNING, STATE_SPAWNING
+
+from loadtest import paths
+from loadtest.judging import verdict
+
+loadtest_faults = paths.pod_module("loadtest_faults")
+loadtest_metrics = paths.pod_module("loadtest_metrics")
+T0 = 1_000_000.0
+
+
+def worker(name: str, state: str = STATE_RUNNING, users: int = 5) -> SimpleNamespace:
+    return SimpleNamespace(id=name, state=state, user_classes_count={"User": users} if users else {})
+
+
+def report(log, name: str, sent: int, at: float, monkeypatch) -> None:
+    monkeypatch.setattr(loadtest_faults.time, "time", lambda: at)
+    log.report(name, {loadtest_metrics.REPORT_KEY: {"requests_sent": sent}})
+
+
+@pytest.fixture
+def master(monkeypatch):
+    """A fault log over a runner whose two workers run 5 users each, steady since T0."""
+    monkeypatch.setattr(loadtest_faults.time, "time", lambda: T0)
+    runner = SimpleNamespace(state=STATE_RUNNING, clients={"a": worker("a"), "b": worker("b")})
+    log = loadtest_faults.FaultLog(runner)
+    log.steady()
+    log.look(T0)
+    return runner, log
+
+
+def test_a_worker_killed_between_reports_is_lost_when_its_heartbeats_stop_and_its_unreported_requests_named(
+        master, monkeypatch):
+    runner, log = master
+    report(log, "b", 3_000, T0 + 3, monkeypatch)
+    report(log, "b", 6_000, T0 + 6, monkeypatch)  # 1,000 requests/s
+    log.heartbeat("b", T0 + 8)  # killed after its last heartbeat, 2 s after its last report
+    runner.clients["b"].state, runner.clients["b"].user_classes_count = STATE_MISSING, {}
+    log.look(T0 + 12)
+    [lost] = log.events
+    assert (lost.kind, lost.worker, lost.users, lost.at, lost.detected_s) == ("worker lost", "b", 5, T0 + 8, 4.0)
+    assert lost.unreported == 2_500  # 2.5 s at 1,000/s: the last report until the middle of the heartbeat gap
+    assert lost.restored_s is None
+    # Its Deployment starts another, which the master gives users: the loss is made good 10 s after the death.
+    runner.clients["c"] = worker("c", STATE_SPAWNING, users=0)
+    log.look(T0 + 15)
+    assert lost.restored_s is None
+    runner.clients["c"] = worker("c")
+    log.look(T0 + 18)
+    assert lost.restored_s == 10.0
+    assert [e.kind for e in log.events] == ["worker lost", "worker joined"]
+    assert log.losses(T0, T0 + 30) == [lost.describe(log.started)]
+    assert "about 2,500 requests" in lost.describe(log.started) and "10 s with fewer workers" in lost.describe(
+        log.started)
+    figures = log.to_json()
+    assert (figures["workers_lost"], figures["requests_sent"], figures["requests_unreported"],
+            figures["seconds_with_fewer_workers"]) == (1, 6_000, 2_500, 10.0)
+
+
+def test_a_worker_that_quits_is_a_loss_and_one_that_comes_back_from_missing_is_not_lost_twice(master):
+    runner, log = master
+    del runner.clients["a"]  # deleted or evicted: it said quit
+    log.look(T0 + 5)
+    runner.clients["b"].state = STATE_MISSING  # cut off from the master...
+    log.look(T0 + 6)
+    runner.clients["b"].state = STATE_RUNNING  # ...and back: Locust keeps it missing for a minute before dropping it
+    log.look(T0 + 9)
+    assert [(e.kind, e.worker) for e in log.events] == [("worker quit", "a"), ("worker lost", "b"),
+                                                         ("worker back", "b")]
+    assert [e.restored_s for e in log.events[:2]] == [None, None]  # one worker of two, until the end
+    runner.clients["c"] = worker("c")
+    log.look(T0 + 10)
+    assert [e.restored_s for e in log.events if e.kind in loadtest_faults.LOSSES] == [5.0, pytest.approx(
+        10 - (6 - loadtest_faults.DETECTION_S))]
+
+
+def test_workers_that_join_before_the_steady_window_are_not_events_and_nothing_is_looked_at_when_stopped():
+    runner = SimpleNamespace(state=STATE_SPAWNING, clients={"a": worker("a", STATE_SPAWNING)})
+    log = loadtest_faults.FaultLog(runner)
+    log.look(T0)
+    runner.clients["b"] = worker("b", STATE_SPAWNING)
+    log.look(T0 + 1)
+    runner.state = "stopped"
+    runner.clients.clear()
+    log.look(T0 + 2)
+    assert log.events == [] and log.losses(None, None) == []
+
+
+def test_a_window_that_lost_a_worker_is_not_judged_healthy():
+    samples = [verdict.Sample(worker_cpu=(0.3, 0.3), target_cpu=0.2)] * 5
+    assert verdict.judge(verdict.Window.of(samples)).kind == verdict.HEALTHY
+    lost = "worker lost b (5 users) at 12 s into the run"
+    judged = verdict.judge(verdict.Window.of(samples, losses=(lost,)))
+    assert judged.kind == verdict.GENERATOR_BOUND and lost in judged.reason and "run again" in judged.reason
+
+
+def test_only_a_runs_first_spawning_complete_resets_the_statistics():
+    """A rebalance's spawning_complete (a worker lost or joined) would reset the steady window's counts so far."""
+    environment = Environment(events=Events(), reset_stats=True)
+    resets = []
+    environment.events.spawning_complete.add_listener(lambda **_: resets.append(environment.reset_stats))
+    loadtest_faults._keep_counts_across_rebalances(environment)
+    for _ in range(2):  # two runs (the web UI's), each with a rebalance
+        environment.events.test_start.fire(environment=environment)
+        environment.events.spawning_complete.fire(user_count=10)
+        environment.events.spawning_complete.fire(user_count=10)
+    assert resets == [True, False, True, False]
