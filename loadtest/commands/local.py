@@ -103,10 +103,10 @@ def prepare(args) -> LocalRun:
     return LocalRun(test.name if test else args.scenario, test, users, run_time_s, args.arrival_rate)
 
 
-def start(args, plan: LocalRun, workdir: Path) -> localrun.Result:
+def start(args, plan: LocalRun, workdir: Path, abort_on: list[str] = ()) -> localrun.Result:
     return localrun.run(plan.name, plan.users, args.spawn_rate or plan.users, plan.run_time_s, args.workers,
                         workdir, target=args.target, tls_mode=args.tls_mode, test=plan.test, host=args.host,
-                        wait_s=args.wait, arrival_rate=plan.arrival_rate)
+                        wait_s=args.wait, arrival_rate=plan.arrival_rate, abort_on=abort_on)
 
 
 def run(args) -> int:

@@ -59,6 +59,9 @@ def run(args) -> int:
     if any(not text.strip() for text in args.check):
         raise UsageError("--check '': give a check such as 'p95<200ms', or leave --check out")
     judged = checks.parse(args.check)
+    if any(not text.strip() for text in args.abort_on):
+        raise UsageError("--abort-on '': give a condition such as 'fail_ratio>5%', or leave --abort-on out")
+    aborts = checks.parse(args.abort_on, "--abort-on")
     if args.release:
         if args.arrival_rate:
             raise UsageError("--arrival-rate with --release: a release's rate is its chart value; helm upgrade "
@@ -73,7 +76,7 @@ def run(args) -> int:
     conditions = {"scenario": plan.name, "target": args.host or args.target, "users": str(plan.users),
                   "run time": f"{plan.run_time_s} s"}
     try:
-        result = local.start(args, plan, out)
+        result = local.start(args, plan, out, abort_on=[a.text for a in aborts])
     except (KeyboardInterrupt, RunFailed) as e:
         # Whatever Locust wrote before it was stopped stays, with the checks judged on it, marked incomplete.
         why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e).splitlines()[0]
@@ -86,15 +89,18 @@ def run(args) -> int:
     figures = locuststats.figures(out / "stats.json")
     # The open model's run is held to its offered rate too: one that sent less never passes.
     held_to = judged + ([checks.rate_check(result.arrival.offered_rps)] if result.arrival else [])
+    stopped = (result.faults or {}).get("stopped_early")
+    # A run its --abort-on condition stopped failed that condition, whatever its checks say of the time before.
+    stop = [checks.abort_outcome(checks.parse([stopped["check"]])[0], stopped["measured"])] if stopped else []
     report = runresult.RunReport(
         localrun.conditions(result, args.spawn_rate or plan.users, args.wait, args.host), started, time.time(),
-        figures, checks.judge(held_to, figures), verdict=result.verdict,
+        figures, checks.judge(held_to, figures) + stop, verdict=result.verdict,
         cpu={"worker_cpu": result.worker_cpu, "target_cpu_cores": result.target_cpu,
              "target_cpus": result.target_cpus, "host_cpu": result.host_cpu,
              "generator_saturated_share": result.steady.generator_share,
              "target_saturated_share": result.steady.target_share},
         window=result.window.to_json(), judged=result.window.describe(),
-        incomplete=None if result.window.samples else result.window.describe(), faults=result.faults)
+        incomplete=None if result.window.samples or stopped else result.window.describe(), faults=result.faults)
     local.print_result(result)
     hold_to_baseline(report, out)
     files = runresult.write(report, out)
@@ -152,7 +158,8 @@ def run_release(args, judged: list[checks.Check]) -> int:
 
 # Options of --local that a release sets in its values instead.
 LOCAL_ONLY = {"--scenario": "scenario", "-f": "locustfile", "--requirements": "requirements", "--host": "host",
-              "--target": "target", "--tls-mode": "tls_mode", "--workers": "workers", "--wait": "wait"}
+              "--target": "target", "--tls-mode": "tls_mode", "--workers": "workers", "--wait": "wait",
+              "--abort-on": "abort_on"}
 
 
 def register(sub) -> None:
@@ -168,6 +175,11 @@ def register(sub) -> None:
     p.add_argument("--check", action="append", default=[], metavar="CHECK",
                    help="a pass/fail check, e.g. 'p95<200ms', 'p99[/checkout]<=1s', 'fail_ratio<1%%', 'rps>=5000' "
                         "(repeat it, or separate checks with commas)")
+    p.add_argument("--abort-on", action="append", default=[], metavar="CONDITION",
+                   help="stop the run early when this holds over the last 10 s of the workers' reports, e.g. "
+                        "'fail_ratio>5%%', 'p95>2s' (the checks' language; repeat it, or separate with commas): the "
+                        "run ends as a failed check, exit 1, its folder kept (--local; a release's is "
+                        "locust.abortOn)")
     p.add_argument("--output", help=f"folder for the results (default: a new {RUNS}/<UTC time>-<test>)")
     p.add_argument("--force", action="store_true", help="replace the results of an earlier run in --output")
     p.set_defaults(func=run, local_defaults={dest: p.get_default(dest) for dest in LOCAL_ONLY.values()})

@@ -19,7 +19,7 @@ PASSED, CHECK_FAILED, BAD_INPUT, INVALID, RUN_FAILED, INTERRUPTED = (
     language.INTERRUPTED)
 EXIT_CODES, AGGREGATED, PATTERN = language.EXIT_CODES, language.AGGREGATED, language.PATTERN
 from_entries, judge, exit_code, show = language.from_entries, language.judge, language.exit_code, language.show
-rate_check = language.rate_check
+rate_check, abort_outcome = language.rate_check, language.abort_outcome
 
 
 def exit_codes_text(width: int = 100) -> str:

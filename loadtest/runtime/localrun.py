@@ -33,6 +33,8 @@ ARRIVAL_RATE_ENV = "LOADTEST_ARRIVAL_RATE"
 ARRIVAL_FILE_ENV = "LOADTEST_ARRIVAL_FILE"
 # Where the master writes loadtest_faults' record of its workers when it quits.
 FAULTS_FILE_ENV, FAULTS_FILE = "LOADTEST_FAULTS_FILE", "faults.json"
+# loadtest_abort's conditions, one a line.
+ABORT_ON_ENV = "LOADTEST_ABORT_ON"
 # A worker that ends while the swarm runs is started again, as its Deployment would (the master, rebalancing, gives
 # it users); one that keeps ending is a fault of the test, not of the run: past this many, the run fails.
 MAX_WORKER_RESTARTS = 3
@@ -295,19 +297,23 @@ def _watch(stack: Stack, master, web: LocustWeb, locust: Locust, server, target:
 
 def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: int, workdir: Path,
         progress=print, target: str = "backend", tls_mode: str | None = None, test: OwnTest | None = None,
-        host: str | None = None, wait_s: float = 0.0, arrival_rate: float | None = None) -> Result:
+        host: str | None = None, wait_s: float = 0.0, arrival_rate: float | None = None,
+        abort_on: list[str] = ()) -> Result:
     """A bounded run of a built-in `scenario`, or of the user's `test` (named `scenario` then), against the local
     stack's `target`, or against `host` when given. Locust's files (stats.json, stats*.csv, report.html), the
     process logs and the run's series.csv go to `workdir`. Locust's statistics, and so its files and the checks,
     cover the steady window: it resets them once every user runs (--reset-stats); series.csv has the ramp-up.
     With `arrival_rate` the users are the open model's pool: requests go out at that rate (loadtest_arrival), the
-    latencies are from each request's slot, and the master writes the service times and late starts to arrival.json."""
+    latencies are from each request's slot, and the master writes the service times and late starts to arrival.json.
+    `abort_on`: conditions that stop the run early (loadtest_abort), in the checks' language."""
     files, env, tls_mode = _locustfiles(scenario, test, target, tls_mode, wait_s)
     env[RESET_STATS_ENV] = "true"  # master and workers alike, as Locust asks
     workdir.mkdir(parents=True, exist_ok=True)
     if arrival_rate:
         env[ARRIVAL_RATE_ENV], env[ARRIVAL_FILE_ENV] = repr(float(arrival_rate)), str(workdir / arrival.FILE)
     env[FAULTS_FILE_ENV] = str(workdir / FAULTS_FILE)
+    if abort_on:
+        env[ABORT_ON_ENV] = "\n".join(abort_on)
     with Stack(workdir) as stack:
         if host is None:
             _, server = stack.target(target, tls_mode)
@@ -362,7 +368,8 @@ def _result(workdir: Path, phases: Phases, scenario: str, workers: int, users: i
                                loop_lagged=figures.loop_lagged if figures else None,
                                max_lag_ms=figures.max_lag_ms if figures else None,
                                achieved=final.rps / figures.offered_rps if figures else None,
-                               losses=tuple(faults["steady_losses"]) if faults else ())
+                               losses=tuple(faults["steady_losses"]) if faults else (),
+                               failure_ratio=final.failures / final.requests if final.requests else None)
     return Result(
         **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
         worker_cpu=[sum(s.worker_cpu[i] for s in samples) / len(samples) for i in range(workers)] if samples else [],

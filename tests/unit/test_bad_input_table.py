@@ -42,6 +42,7 @@ URLS = {"--prometheus", "--locust", "--host"}
 NAMES = {"--node-type": "c5.mega", "--node-types": "c5.large,t9.huge", "--scenario": "ping", "--scenarios": "ping",
          "--choose": "c5.mega", "--release": "Not_A_Release", "--namespace": "Not A Namespace",
          "--set": "no-equals-sign", "--steps": "10,x,30", "--check": "p95 under 200ms", "--sweep": "cores",
+         "--abort-on": "fail_ratio above 5%",
          "--target": "envoy", "--tls-mode": "mtls", "--baseline": "no-such-run", "--region": "Virginia",
          "--cluster-name": "load_test"}
 # Options of run and sweep that belong to --release: tried there, on a release named lt.

@@ -113,3 +113,40 @@ def test_only_a_runs_first_spawning_complete_resets_the_statistics():
         environment.events.spawning_complete.fire(user_count=10)
         environment.events.spawning_complete.fire(user_count=10)
     assert resets == [True, False, True, False]
+
+
+loadtest_abort = paths.pod_module("loadtest_abort")
+loadtest_checks = paths.pod_module("loadtest_checks")
+
+
+def entry(requests: int, failures: int, start: float, end: float) -> dict:
+    """A worker report's statistics of one request name, as Locust serializes them (a delta since its last)."""
+    return {"name": "/1kb", "method": "GET", "num_requests": requests, "num_failures": failures,
+            "start_time": start, "last_request_timestamp": end, "total_response_time": requests * 2.0,
+            "max_response_time": 5, "min_response_time": 1, "total_content_length": 0, "response_times": {2: requests},
+            "num_reqs_per_sec": {}, "num_fail_per_sec": {}, "num_none_requests": 0}
+
+
+def test_an_abort_condition_is_judged_over_the_last_seconds_of_reports_not_the_whole_run(monkeypatch):
+    runner = SimpleNamespace(state=STATE_RUNNING)
+    abort = loadtest_abort.AbortOn(SimpleNamespace(runner=runner),
+                                   loadtest_checks.parse_all(["fail_ratio>5%", "p95>2s"]))
+    for t in range(0, 60, 3):  # a healthy minute: 3,000 requests a report, none failed
+        monkeypatch.setattr(loadtest_abort.time, "time", lambda t=t: T0 + t)
+        abort.report("w", {"stats": [entry(3_000, 0, T0 + t - 3, T0 + t)]})
+    assert abort.holding(T0 + 60) is None
+    monkeypatch.setattr(loadtest_abort.time, "time", lambda: T0 + 63)
+    abort.report("w", {"stats": [entry(3_000, 600, T0 + 60, T0 + 63)]})  # 20 % failed over the last 3 s
+    held = abort.holding(T0 + 63)  # over the last 10 s: 600 of 9,000, 6.7 %; over the run 600 of 63,000, under 1 %
+    assert held.check.text == "fail_ratio>5%" and held.measured == pytest.approx(600 / 9_000)
+    stop = loadtest_checks.abort_outcome(held.check, held.measured)
+    assert not stop.passed and stop.describe() == "abort-on fail_ratio>5%: 6.67% FAILED"
+    assert abort.holding(T0 + 80) is None  # no report for 10 s: nothing to judge, nothing stops the run
+
+
+def test_a_window_whose_target_failed_is_target_bound_even_with_workers_looping_on_refusals():
+    busy = [verdict.Sample(worker_cpu=(0.97,), target_cpu=0.0)] * 5  # requests refused at once: workers spin
+    assert verdict.judge(verdict.Window.of(busy)).kind == verdict.GENERATOR_BOUND
+    judged = verdict.judge(verdict.Window.of(busy, failure_ratio=0.4))
+    assert judged.kind == verdict.TARGET_BOUND and "the target failed 40.00%" in judged.reason
+    assert verdict.judge(verdict.Window.of(busy, failure_ratio=0.005)).kind == verdict.GENERATOR_BOUND

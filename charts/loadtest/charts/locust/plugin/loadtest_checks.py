@@ -240,6 +240,12 @@ def rate_check(offered_rps: float) -> Check:
                  ">=", limit)
 
 
+def abort_outcome(condition: Check, measured: float) -> Outcome:
+    """A run stopped early by `condition` (an --abort-on, loadtest_abort) as a failed outcome among its checks."""
+    return Outcome(Check(f"abort-on {condition.text}", condition.metric, condition.name, condition.op,
+                         condition.limit), measured, passed=False)
+
+
 def exit_code(outcomes: list[Outcome], generator_bound: bool, requests: int) -> int:
     """Generator-bound wins over the checks: neither a pass nor a failure of the target can be read from it. A run
     without a single request judged nothing: it failed as a run, checks or none."""

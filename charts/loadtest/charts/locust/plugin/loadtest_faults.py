@@ -81,6 +81,7 @@ class FaultLog:
         self.reported: dict[str, tuple[float, float]] = {}  # worker id: (time of its last report, its rate then)
         self.open: list[Event] = []  # losses not yet made good
         self.wanted: int | None = None  # the workers running users when every user first ran
+        self.stopped_early: dict | None = None  # an SLO stop (loadtest_abort): the condition, its figure, when
         self.looked = False  # whether the workers were looked at in this run: the ones there at first did not join
 
     def steady(self, **_) -> None:
@@ -158,7 +159,7 @@ class FaultLog:
                     for e in self.events if e.kind in LOSSES), 1),
                 "requests_sent": sum(self.sent.values()),
                 "requests_unreported": sum(e.unreported for e in self.events),
-                "report_interval_s": WORKER_REPORT_INTERVAL}
+                "report_interval_s": WORKER_REPORT_INTERVAL, "stopped_early": self.stopped_early}
 
 
 log: FaultLog | None = None  # the master's, once Locust's init ran

@@ -26,6 +26,7 @@ import gevent
 from locust import events
 from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, MasterRunner
 
+import loadtest_abort
 import loadtest_arrival
 import loadtest_checks
 import loadtest_faults
@@ -101,17 +102,20 @@ class WorkerCpu:
 
 
 def steady_window(cpu: WorkerCpu, arrival, figures: dict, losses: tuple[str, ...] = ()) -> loadtest_verdict.Window:
-    """The steady window the verdict judges: the workers' samples, the workers lost in it and, in the open model, its
-    late starts, its event loop's lag and the share of the offered rate sent. The target's CPU is not the master's
-    to see."""
+    """The steady window the verdict judges: the workers' samples, the workers lost in it, its failed share and, in
+    the open model, its late starts, its event loop's lag and the share of the offered rate sent. The target's CPU is
+    not the master's to see."""
+    total = figures.get(loadtest_checks.AGGREGATED)
+    failure_ratio = total.fail_ratio if total and total.requests else None
     if not arrival:
-        return loadtest_verdict.Window.of(cpu.samples(), target_watched=False, losses=losses)
+        return loadtest_verdict.Window.of(cpu.samples(), target_watched=False, losses=losses,
+                                          failure_ratio=failure_ratio)
     totals = arrival.to_json()
     return loadtest_verdict.Window.of(
         cpu.samples(), late_starts=totals["late_share"]["cpu"], late_users=totals["late_share"]["users"],
         loop_lagged=arrival.loop_lagged(), max_lag_ms=totals["loop"]["max_lag_ms"],
         achieved=figures[loadtest_checks.AGGREGATED].rps / arrival.rate if arrival.rate else None,
-        target_watched=False, losses=losses)
+        target_watched=False, losses=losses, failure_ratio=failure_ratio)
 
 
 def results_folder() -> str | None:
@@ -269,6 +273,8 @@ class JudgedRun:
         # The open model's run is held to its offered rate beside its own checks: one that sent less never passes.
         outcomes = loadtest_checks.judge(
             self.checks + ([loadtest_checks.rate_check(arrival.rate)] if arrival else []), figures)
+        stop = loadtest_abort.active.outcome() if loadtest_abort.active else None
+        outcomes += [stop] if stop else []
         for outcome in outcomes:
             logger.info("check %s", outcome.describe())
         faults = loadtest_faults.log
@@ -279,7 +285,8 @@ class JudgedRun:
         code = loadtest_checks.exit_code(outcomes, verdict.kind == loadtest_verdict.GENERATOR_BOUND,
                                          figures[loadtest_checks.AGGREGATED].requests)
         # A run too short for one steady sample of its workers' CPU was not judged: it does not pass on its checks.
-        unjudged = None if window.measured else (
+        # One stopped early by its abort condition was: that condition held.
+        unjudged = None if window.measured or stop else (
             f"no steady sample of the workers' CPU: every user ran for less than two worker reports (up to "
             f"{2 * WORKER_REPORT_INTERVAL:.0f} s), so whether the generator was the limit is not known; give the "
             "run a longer run time")

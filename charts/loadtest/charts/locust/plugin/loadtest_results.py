@@ -208,7 +208,8 @@ def junit(report: RunReport, suite: str) -> str:
 
 def faults_lines(faults: dict) -> list[str]:
     """summary.md's account of the generator's workers and of the requests: what a fault cost."""
-    lines = [f"Faults: {event['description']}" for event in faults["events"]]
+    lines = [f"STOPPED EARLY: {faults['stopped_early']['description']}"] if faults.get("stopped_early") else []
+    lines += [f"Faults: {event['description']}" for event in faults["events"]]
     lines.append(f"Requests sent by the workers' own count: {faults['requests_sent']:,}"
                  + (f", about {faults['requests_unreported']:,} of them never reported by a lost worker"
                     if faults["requests_unreported"] else ""))

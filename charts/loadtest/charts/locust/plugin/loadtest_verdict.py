@@ -121,6 +121,7 @@ class Window:
     achieved: float | None = None  # open model: the achieved rate as a share of the offered one
     # Workers lost or quit in the window, in words (loadtest_faults): the load it measured was not the one asked for.
     losses: tuple[str, ...] = ()
+    failure_ratio: float | None = None  # the window's failed requests as a share of its requests (None: not known)
     # False where only the generator is watched (the chart's master sees its workers, not the target): then no
     # verdict claims the target had headroom. A run that watches its target but got no figure of it (a target on
     # another machine) is judged as the saturation rules judge it: a target not seen saturated was not.
@@ -129,7 +130,7 @@ class Window:
     @classmethod
     def of(cls, samples: list[Sample], late_starts: float | None = None, late_users: float | None = None,
            loop_lagged: float | None = None, max_lag_ms: float | None = None, achieved: float | None = None,
-           target_watched: bool = True, losses: tuple[str, ...] = ()) -> Window:
+           target_watched: bool = True, losses: tuple[str, ...] = (), failure_ratio: float | None = None) -> Window:
         """The window of samples taken by the process that judges (locally, or the master from its reports)."""
         n = len(samples)
         by_worker: dict = {}
@@ -144,7 +145,7 @@ class Window:
             host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
             worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
             late_starts=late_starts, late_users=late_users, loop_lagged=loop_lagged, max_lag_ms=max_lag_ms,
-            achieved=achieved, target_watched=target_watched, losses=tuple(losses))
+            achieved=achieved, target_watched=target_watched, losses=tuple(losses), failure_ratio=failure_ratio)
 
     @property
     def measured(self) -> bool:
@@ -213,6 +214,13 @@ def judge(window: Window) -> Verdict:
         return Verdict(GENERATOR_BOUND, f"the generator lost workers in the steady window: {'; '.join(window.losses)}"
                                         f" ({window.figures()}): the window ran with less load than asked for, so "
                                         "its RPS and latency are not the target's at this load; run again")
+    if window.failure_ratio is not None and window.failure_ratio >= FAILURE_RATIO:
+        # Before the generator's CPU: workers whose requests fail at once (a target gone, refusing connections) loop
+        # as fast as they can, and would be called the limit of a target that served nothing.
+        return Verdict(TARGET_BOUND, f"the target failed {window.failure_ratio:.2%} of the steady window's requests, "
+                                     f"over the {FAILURE_RATIO:.0%} a served load allows ({window.figures()}): it did "
+                                     "not serve this load (gone, refusing or erroring); its failures are in "
+                                     "stats_failures.csv")
     if cause == LATE_STARTS_CAUSE:
         return Verdict(GENERATOR_BOUND, f"the workers started {window.late_starts:.2%} of their requests more than "
                                         f"{LATE_MS} ms after their slot with a user waiting, their CPU saturated in "
