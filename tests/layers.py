@@ -2,11 +2,12 @@
 
 Each layer is its own pytest session, so a layer's clusters and processes are gone before the next layer starts (a
 session-wide fixture would keep the cluster layer's control plane up, idle noise, through the timing-sensitive
-dataplane and node layers). The cluster and journeys layers start in the background, beside the unit and chart
-layers (their output printed whole when they end): the cluster layer mostly waits on its control planes and judges
-no timing (two sessions share its files, `OPTIONS`), and the journeys are the README and docs as a user types them, whose judged
-runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that is often busy with
-something else. The dataplane and node layers, which judge rates and CPU shares, then run one at a time with nothing
+dataplane and node layers). The cluster, journeys and faults layers start in the background, beside the unit and
+chart layers (their output printed whole when they end): the cluster layer mostly waits on its control planes and
+judges no timing (two sessions share its files, `OPTIONS`); the journeys are the README and docs as a user types
+them, whose judged runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that
+is often busy with something else; the faults' runs are light (a few percent of a core) and judge events and counts,
+each against the run's own clock, not rates. The dataplane and node layers, which judge rates and CPU shares, then run one at a time with nothing
 beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,
 then the slowest tests of the whole suite.
 
@@ -30,7 +31,7 @@ TESTS = Path(__file__).resolve().parent
 SLOWEST = 30
 # Layers that start in the background with the suite, beside the first layers in the foreground; the layers after
 # those wait for all of them.
-IN_THE_BACKGROUND = ("cluster", "journeys")
+IN_THE_BACKGROUND = ("cluster", "journeys", "faults")
 FIRST = ("unit", "chart")
 # A layer's own pytest options. The cluster layer's tests spend their time waiting on control planes (two whole
 # cron minutes in one of them), so two sessions share its test files, each with its own control plane.

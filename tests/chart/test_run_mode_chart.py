@@ -28,6 +28,15 @@ def test_master_is_a_job_that_runs_once_and_judges_the_checks(helm):
         d["metadata"]["name"] not in ("lt-locust-master", "lt-locust-worker") for d in rendered.of_kind("Deployment"))
 
 
+def test_abort_conditions_reach_the_master_and_none_sets_nothing(helm):
+    master = container(helm.render(None, *RUN, "--set-json", 'locust.abortOn=["fail_ratio>5%", "p95[GET /x]>2s"]'),
+                       "Job", "lt-locust-master")
+    env = {e["name"]: e.get("value") for e in master["env"]}
+    assert env["LOADTEST_ABORT_ON"].splitlines() == ["fail_ratio>5%", "p95[GET /x]>2s"]
+    assert "LOADTEST_ABORT_ON" not in {e["name"] for e in container(helm.render(None, *RUN), "Job",
+                                                                     "lt-locust-master")["env"]}
+
+
 def test_the_master_stays_autoquit_seconds_after_the_run(helm):
     """A minute by default, for Prometheus' last scrape of the final counters and the web UI's report; a value of
     the locust chart (the real node's example sets 15 s, three of its 5 s scrapes)."""
@@ -114,6 +123,10 @@ def test_notes_say_where_the_verdict_and_exit_code_are(helm, tmp_path):
     ((*RUN[:6], "--set-json", 'locust.checks=[""]'), "checks.0"),
     ((*RUN[:6], "--set-json", 'locust.checks=["fail_ratio<200%"]'), '"fail_ratio<200%": a fail ratio is at most 100%'),
     ((*RUN[:6], "--set-json", 'locust.checks=["fail_ratio[/x]<=1.5"]'), "a fail ratio is at most 100% (or 1)"),
+    (("--set-json", 'locust.abortOn=["fail_ratio>5%"]'), "set locust.mode=run, or drop locust.abortOn"),
+    ((*RUN[:6], "--set-json", 'locust.abortOn=["fail_ratio above 5%"]'),
+     'locust.abortOn[0] "fail_ratio above 5%" is not METRIC[NAME] OP'),
+    ((*RUN[:6], "--set-json", 'locust.abortOn=["fail_ratio>500%"]'), "a fail ratio is at most 100%"),
     ((*RUN[:6], "--set", "locust.extraEnv[0].name=LOADTEST_CHECKS", "--set", "locust.extraEnv[0].value=x"),
      "LOADTEST_CHECKS"),
 ])

@@ -11,22 +11,23 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import psutil
 from helpers import wait_for
 
+from loadtest import paths
 from loadtest.judging import checks, verdict
-from loadtest.runtime import stack as stack_module
-from loadtest.runtime.locust import RESET_STATS_ENV, Locust
-from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
-from loadtest.workload import scenarios
+from loadtest.runtime.processes import STARTUP_TIMEOUT_S
 
-RUN_TIME_S = 30
+RUN_TIME_S = 25
 # Killed once this many steady seconds passed, leaving as many for the replacement to rejoin before the stop.
 KILL_AFTER_STEADY_S = 8
 # The judged master writes nothing while it runs: its workers are killed once the target counted this many requests
 # with every user running (some 5 s at 20 users a hundredth of a second apart).
 STEADY_REQUESTS = 10_000
+# The leaking test's worker (10 KB kept a request, some 9 MB/s) fills this in some 15 s from its ~50 MiB at start.
+LEAKY_WORKER_LIMIT = 200 << 20
 # Locust marks a worker missing after 3 heartbeats missed (one a second); the master looks twice a second.
 DETECTED_WITHIN_S = 8
 
@@ -85,40 +86,39 @@ def test_a_worker_killed_in_a_local_run_is_replaced_and_its_loss_is_the_result(t
                                 result["figures"]["Aggregated"]["rps"])
 
 
-def test_a_worker_killed_under_the_judged_master_is_replaced_and_counted(tmp_path):
+def test_a_worker_killed_under_the_judged_master_is_replaced_and_counted(judged_run):
     """The chart's mode run: the master's result.json says what the kill cost, and Locust's statistics keep the
     steady window's counts through the rebalances (its reset only at the first)."""
-    with stack_module.Stack(tmp_path / "stack") as stack:
-        backend = stack.backend()
-        env = {"LOADTEST_CHECKS": "", RESET_STATS_ENV: "true", "LOADTEST_WAIT": "0.01", "LOADTEST_PATH": "/1kb",
-               "LOADTEST_RESULTS_DIR": str(tmp_path / "store"), "LOADTEST_RUN_NAME": "run-1"}
-        with Processes(tmp_path / "logs") as procs:
-            locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env=env)
-            before = backend.requests_counted()
-            master = locust.start_master("-u", "20", "-r", "20", "-t", f"{RUN_TIME_S}s", "--host", backend.http_url,
-                                         "--enable-rebalancing", web=False, expect_workers=2,
-                                         expect_workers_wait_s=STARTUP_TIMEOUT_S)
-            locust.start_workers(2)
-            master_log = tmp_path / "logs" / "locust-master.log"
-            wait_for("the swarm's users all running", lambda: "All users spawned" in master_log.read_text(),
-                     STARTUP_TIMEOUT_S * 2, until=lambda ok: ok or master.poll() is not None)
-            steady_count = backend.requests_counted()
-            wait_for(f"{STEADY_REQUESTS:,} requests at the target with every user running",
-                     lambda: backend.requests_counted() - steady_count, STARTUP_TIMEOUT_S * 2,
-                     until=lambda n: n >= STEADY_REQUESTS or master.poll() is not None)
-            os.kill(locust.workers[1].pid, signal.SIGKILL)
-            locust.workers[1].wait()
-            locust.restart_worker(1)  # as its Deployment would
-            master.wait(timeout=RUN_TIME_S + 120)
-            after = backend.requests_counted()
-    assert master.returncode == checks.INVALID, (tmp_path / "logs" / "locust-master.log").read_text()[-3000:]
-    result = json.loads((tmp_path / "store" / "run-1" / "result.json").read_text())
+    judged_run.start(run_time_s=RUN_TIME_S)
+    judged_run.wait_steady(STEADY_REQUESTS)
+    os.kill(judged_run.locust.workers[1].pid, signal.SIGKILL)
+    judged_run.locust.workers[1].wait()
+    judged_run.locust.restart_worker(1)  # as its Deployment would
+    judged_run.master.wait(timeout=RUN_TIME_S + 120)
+    served = judged_run.served()
+    assert judged_run.master.returncode == checks.INVALID, judged_run.log()[-3000:]
+    result = judged_run.result()
     faults = result["faults"]
     assert_the_loss_is_named(faults, result["verdict"])
     figures = result["figures"]["Aggregated"]
-    assert_nothing_lost_unnamed(faults["requests_sent"], faults["requests_unreported"], after - before - 1,
-                                figures["rps"])
+    assert_nothing_lost_unnamed(faults["requests_sent"], faults["requests_unreported"], served, figures["rps"])
     # Locust's statistics hold the whole steady window, through the rebalances: all but the ramp-up's requests.
     assert figures["requests"] >= (faults["requests_sent"] - faults["requests_unreported"]) * 0.9
-    assert "Resetting stats" not in (tmp_path / "logs" / "locust-worker-1.1.log").read_text()
+    assert "Resetting stats" not in judged_run.log("locust-worker-1.1")
 
+
+def test_a_worker_killed_for_its_memory_is_named_with_the_value_to_raise(memory_limits, judged_run):
+    """A test that leaks, its worker under a memory limit (as a pod's): the kernel kills it (OOMKilled); the master
+    sees a worker lost, and its last report's memory says why and what to change."""
+    judged_run.start(run_time_s=60, locustfiles=[Path(__file__).with_name("leaky_locustfile.py"),
+                                                 paths.PLUGIN / "loadtest_plugin.py"])
+    memory_limits.limit(judged_run.locust.workers[1].pid, LEAKY_WORKER_LIMIT)
+    judged_run.locust.workers[1].wait(timeout=STARTUP_TIMEOUT_S + 60)
+    assert judged_run.locust.workers[1].returncode == -signal.SIGKILL  # the kernel's out-of-memory kill
+    wait_for("the master to see the worker lost", lambda: "worker lost" in judged_run.log(), 30)
+    judged_run.master.terminate()  # the rest of the run time would show nothing more: stopped as a user would
+    judged_run.master.wait(timeout=60)
+    [lost] = [e for e in judged_run.result()["faults"]["events"] if e["kind"] == "worker lost"]
+    assert "out of memory, most likely (OOMKilled)" in lost["cause"], lost
+    assert f"of its {LEAKY_WORKER_LIMIT >> 20} MiB limit" in lost["cause"] and "locust.worker.memory" in lost["cause"]
+    assert lost["cause"] in judged_run.result()["verdict"]["reason"]

@@ -75,6 +75,7 @@ def test_a_worker_that_quits_is_a_loss_and_one_that_comes_back_from_missing_is_n
     log.look(T0 + 9)
     assert [(e.kind, e.worker) for e in log.events] == [("worker quit", "a"), ("worker lost", "b"),
                                                          ("worker back", "b")]
+    assert log.events[1].unreported == 0  # cut off, not dead: its reports came when it did
     assert [e.restored_s for e in log.events[:2]] == [None, None]  # one worker of two, until the end
     runner.clients["c"] = worker("c")
     log.look(T0 + 10)
@@ -105,15 +106,14 @@ def test_a_window_that_lost_a_worker_is_not_judged_healthy():
 def test_only_a_runs_first_spawning_complete_resets_the_statistics():
     """A rebalance's spawning_complete (a worker lost or joined) would reset the steady window's counts so far."""
     environment = Environment(events=Events(), reset_stats=True)
-    resets = []
+    loadtest_faults.keep_counts_across_rebalances(environment.events)
+    resets = []  # the runner's own listener, made after the plugin was imported
     environment.events.spawning_complete.add_listener(lambda **_: resets.append(environment.reset_stats))
-    loadtest_faults._keep_counts_across_rebalances(environment)
     for _ in range(2):  # two runs (the web UI's), each with a rebalance
         environment.events.test_start.fire(environment=environment)
         environment.events.spawning_complete.fire(user_count=10)
         environment.events.spawning_complete.fire(user_count=10)
     assert resets == [True, False, True, False]
-
 
 loadtest_abort = paths.pod_module("loadtest_abort")
 loadtest_checks = paths.pod_module("loadtest_checks")

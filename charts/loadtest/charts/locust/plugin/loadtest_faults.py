@@ -8,6 +8,10 @@ reports (loadtest_metrics' part of it); the master keeps each worker's last tota
 takes the requests it sent since its last one with it (up to a report interval's): they are estimated from its rate
 and named, not hidden.
 
+A worker that hears nothing from its master for MASTER_LOST_S stops its users: the master has given them to the other
+workers by then (a worker cut off would double their load on the target, which it still reaches), or is gone (its
+load would be orphaned for a minute). A worker heard again gets users again: the master rebalances.
+
 A rebalance (a worker lost or joined, Locust's --enable-rebalancing) ends with Locust's spawning_complete, which
 resets the statistics under --reset-stats: the steady window's counts until then would be dropped, on the master and
 on every worker. Here only a run's first spawning_complete resets them.
@@ -25,8 +29,8 @@ from dataclasses import asdict, dataclass
 
 import gevent
 from locust import events
-from locust.runners import (HEARTBEAT_INTERVAL, HEARTBEAT_LIVENESS, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING,
-                            WORKER_REPORT_INTERVAL, MasterRunner)
+from locust.runners import (HEARTBEAT_INTERVAL, HEARTBEAT_LIVENESS, STATE_INIT, STATE_MISSING, STATE_RUNNING,
+                            STATE_SPAWNING, WORKER_REPORT_INTERVAL, MasterRunner, WorkerRunner)
 
 import loadtest_metrics
 
@@ -37,6 +41,14 @@ LOSSES = (LOST, QUIT)
 WATCH_S = 0.5  # how often the master's view of its workers is read (Locust marks a worker missing once a second)
 # A worker is marked missing when HEARTBEAT_LIVENESS heartbeats in a row did not come: it died up to this long before.
 DETECTION_S = (HEARTBEAT_LIVENESS + 1) * HEARTBEAT_INTERVAL
+# A worker that hears nothing from its master for this long stops its users. By then the master has marked it
+# missing and given its users to the other workers (cut off from the master, it would double their load), or the
+# master is gone (its load would be orphaned: Locust's worker goes on for MASTER_HEARTBEAT_TIMEOUT, 60 s, then quits).
+# When the master hears it again it gives it users again.
+MASTER_LOST_S = DETECTION_S + HEARTBEAT_INTERVAL
+# A worker lost with at least this share of its memory limit in use at its last report was, most likely, killed by
+# the kernel for its memory (OOMKilled): its reports come every 3 s, a leak fills the rest in less.
+OUT_OF_MEMORY_SHARE = 0.8
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +62,7 @@ class Event:
     detected_s: float = 0.0  # a lost worker: from its last heartbeat until the master marked it missing
     unreported: int = 0  # a lost worker: requests it sent after its last report (estimated from its rate)
     restored_s: float | None = None  # a loss: until as many workers ran users again (None: not before the end)
+    cause: str = ""  # what most likely ended it, where its reports say (out of memory), and what to change
 
     def describe(self, since: float) -> str:
         t = f"{self.at - since:.0f} s into the run"
@@ -57,17 +70,19 @@ class Event:
             return f"{self.kind} {self.worker} at {t}"
         cost = ("not replaced before the end" if self.restored_s is None
                 else f"{self.restored_s:.0f} s with fewer workers")
-        what = (f"its heartbeat stopped; the master saw it after {self.detected_s:.0f} s; about {self.unreported:,} "
-                "requests it sent after its last report are not in the statistics" if self.kind == LOST
-                else "it quit after sending its last report")
+        what = "it quit after sending its last report"
+        if self.kind == LOST:
+            what = f"its heartbeat stopped; the master saw it after {self.detected_s:.0f} s" + (
+                f"; about {self.unreported:,} requests it sent after its last report are not in the statistics"
+                if self.unreported else "") + (f"; {self.cause}" if self.cause else "")
         return f"{self.kind} {self.worker} ({self.users} users) at {t}: {what}; {cost}"
 
 
 class FaultLog:
     """The master's record of its workers over one run (from its test_start)."""
 
-    def __init__(self, runner: MasterRunner):
-        self.runner = runner
+    def __init__(self, runner: MasterRunner, on_back=lambda worker: None):
+        self.runner, self.on_back = runner, on_back
         self.new_run()
 
     def new_run(self, **_) -> None:
@@ -78,7 +93,9 @@ class FaultLog:
         self.users: dict[str, int] = {}  # worker id: the users it last ran
         self.heard: dict[str, float] = {}  # worker id: its last heartbeat (unix time)
         self.sent: dict[str, int] = {}  # worker id: the requests it had sent by its last report, by its count
+        self.carried: dict[str, int] = {}  # worker id: its counts of earlier runs of its own (stopped and respawned)
         self.reported: dict[str, tuple[float, float]] = {}  # worker id: (time of its last report, its rate then)
+        self.memory: dict[str, tuple[int, int]] = {}  # worker id: (bytes in use, its limit) at its last report
         self.open: list[Event] = []  # losses not yet made good
         self.wanted: int | None = None  # the workers running users when every user first ran
         self.stopped_early: dict | None = None  # an SLO stop (loadtest_abort): the condition, its figure, when
@@ -91,11 +108,17 @@ class FaultLog:
         self.heard[client_id] = timestamp
 
     def report(self, client_id: str, data: dict, **_) -> None:
-        sent = (data.get(loadtest_metrics.REPORT_KEY) or {}).get("requests_sent")
+        facts = data.get(loadtest_metrics.REPORT_KEY) or {}
+        if facts.get("memory_bytes") is not None and facts.get("memory_limit_bytes"):
+            self.memory[client_id] = (facts["memory_bytes"], facts["memory_limit_bytes"])
+        sent = facts.get("requests_sent")
         if sent is None:
             return
         now = time.time()
         before, (then, _) = self.sent.get(client_id), self.reported.get(client_id, (None, 0.0))
+        if before is not None and sent < before:  # it stopped (its master lost) and started again: a new count
+            self.carried[client_id] = self.carried.get(client_id, 0) + before
+            before = 0
         rate = (sent - before) / (now - then) if before is not None and now > then else 0.0
         self.sent[client_id], self.reported[client_id] = sent, (now, rate)
 
@@ -112,9 +135,14 @@ class FaultLog:
                 heard = self.heard.get(worker, now - DETECTION_S)
                 reported, rate = self.reported.get(worker, (heard, 0.0))
                 self._lose(Event(heard, LOST, worker, self.users.get(worker, 0), detected_s=round(now - heard, 1),
-                                 unreported=round(rate * max(0.0, heard + HEARTBEAT_INTERVAL / 2 - reported))))
+                                 unreported=round(rate * max(0.0, heard + HEARTBEAT_INTERVAL / 2 - reported)),
+                                 cause=self.out_of_memory(worker)))
             elif before == STATE_MISSING and client.state != STATE_MISSING:
                 self.events.append(Event(now, BACK, worker, 0))
+                for lost in self.events:  # cut off, not dead: its reports came with it, nothing is unreported
+                    if lost.kind == LOST and lost.worker == worker:
+                        lost.unreported = 0
+                self.on_back(worker)
             elif before is None and self.looked and self.steady_at is not None:
                 self.events.append(Event(now, JOINED, worker, 0))
             if client.state != STATE_MISSING:
@@ -130,6 +158,15 @@ class FaultLog:
             for loss in self.open:
                 loss.restored_s = round(now - loss.at, 1)
             self.open.clear()
+
+    def out_of_memory(self, worker: str) -> str:
+        """Why a lost worker most likely died, when its last report had its memory nearly full; else ""."""
+        used, limit = self.memory.get(worker, (0, 0))
+        if not limit or used < OUT_OF_MEMORY_SHARE * limit:
+            return ""
+        return (f"out of memory, most likely (OOMKilled): its last report had {used / 2**20:.0f} MiB of its "
+                f"{limit / 2**20:.0f} MiB limit in use; raise the workers' memory (the chart's locust.worker.memory) "
+                "or find what the test keeps")
 
     def _lose(self, event: Event) -> None:
         self.events.append(event)
@@ -157,42 +194,62 @@ class FaultLog:
                 "seconds_with_fewer_workers": round(sum(
                     (e.restored_s if e.restored_s is not None else max(0.0, time.time() - e.at))
                     for e in self.events if e.kind in LOSSES), 1),
-                "requests_sent": sum(self.sent.values()),
+                "requests_sent": sum(self.sent.values()) + sum(self.carried.values()),
                 "requests_unreported": sum(e.unreported for e in self.events),
                 "report_interval_s": WORKER_REPORT_INTERVAL, "stopped_early": self.stopped_early}
 
 
 log: FaultLog | None = None  # the master's, once Locust's init ran
-# The master to a worker that joins a run whose users all ran already: its own first spawning_complete is not the
-# run's, so it keeps its counts (they are the steady window's).
-JOINED_STEADY = "loadtest_joined_steady"
+# Set on the master's options once every user of the run ran. Locust sends the master's options with each spawn
+# message, so a worker given users later (a replacement, one back from a cut) knows that it joins a steady run, whose
+# counts it keeps: its own first spawning_complete is not the run's.
+STEADY_OPTION = "loadtest_steady_run"
 
 
-def _keep_counts_across_rebalances(environment) -> None:
+def keep_counts_across_rebalances(events) -> None:
     """Locust's --reset-stats only at a run's first spawning_complete (see the module's text), and not at all on a
-    worker that joined a steady run. Registered at init, after the runner's own listener, so the first reset happens
-    before it is switched off."""
-    wanted, joined_steady = environment.reset_stats, False
+    worker that joins a steady run. Registered on Locust's events when this module is imported, before the runner's
+    own listener (made with the runner) and before a worker's init, which can fire after its first users were
+    spawned: each spawning_complete sets whether the runner's listener, which fires next, resets."""
+    run = {"environment": None, "wanted": None, "first": False}
 
-    def new_run(**_):
-        environment.reset_stats = wanted and not joined_steady
+    @events.test_start.add_listener
+    def new_run(environment, **_):
+        if run["wanted"] is None:
+            run["wanted"] = environment.reset_stats  # Locust's setting, before it is changed here
+        options = environment.parsed_options
+        joined_steady = isinstance(environment.runner, WorkerRunner) and getattr(options, STEADY_OPTION, False)
+        run.update(environment=environment, first=not joined_steady)
+        if isinstance(environment.runner, MasterRunner) and options is not None:
+            setattr(options, STEADY_OPTION, False)
 
-    def steady(**_):
-        environment.reset_stats = False
+    @events.spawning_complete.add_listener
+    def before_the_reset(**_):
+        environment = run["environment"]
+        if environment is None:
+            return
+        environment.reset_stats, run["first"] = bool(run["wanted"] and run["first"]), False
+        if isinstance(environment.runner, MasterRunner) and environment.parsed_options is not None:
+            setattr(environment.parsed_options, STEADY_OPTION, True)
 
-    def joined(*_, **__):  # Locust calls it with (environment, message)
-        nonlocal joined_steady
-        joined_steady, environment.reset_stats = True, False
 
-    def stopped(**_):
-        nonlocal joined_steady
-        joined_steady = False
+keep_counts_across_rebalances(events)
 
-    environment.events.test_start.add_listener(new_run)
-    environment.events.spawning_complete.add_listener(steady)
-    environment.events.test_stop.add_listener(stopped)
-    if environment.runner is not None and not isinstance(environment.runner, MasterRunner):
-        environment.runner.register_message(JOINED_STEADY, joined)
+
+def _stop_users_without_the_master(runner) -> None:
+    """A worker's watch: its users stop once its master was not heard for MASTER_LOST_S (see there)."""
+    def watch():
+        while True:
+            gevent.sleep(HEARTBEAT_INTERVAL)
+            heard = runner.last_heartbeat_timestamp
+            if heard and runner.worker_state in (STATE_SPAWNING, STATE_RUNNING) and time.time() - heard > MASTER_LOST_S:
+                logger.error("no heartbeat from the master for %.0f s: this worker stops its users (its master has "
+                             "given them to other workers, or is gone); it starts again when the master sends users",
+                             time.time() - heard)
+                runner.stop()
+                runner.worker_state = STATE_INIT  # as after the master's own stop: ready for its next users
+
+    gevent.spawn(watch)
 
 
 @events.init.add_listener
@@ -200,21 +257,24 @@ def _register(environment, **_):
     global log
     if environment.runner is None:
         return
-    _keep_counts_across_rebalances(environment)
     if not isinstance(environment.runner, MasterRunner):
+        if isinstance(environment.runner, WorkerRunner):
+            _stop_users_without_the_master(environment.runner)
         return
-    log = FaultLog(environment.runner)
+    runner = environment.runner
+
+    def give_users_back(worker: str) -> None:
+        # Locust marks a worker heard again as no longer missing, but (its dispatch still in progress, or its
+        # heartbeat one sent before it stopped) need not give it users: the run would go on one worker short.
+        if runner.rebalancing_enabled() and runner.state == STATE_RUNNING and runner.spawning_completed:
+            gevent.spawn(runner.start, runner.target_user_count, runner.spawn_rate)
+
+    log = FaultLog(runner, on_back=give_users_back)
     environment.events.test_start.add_listener(log.new_run)
     environment.events.spawning_complete.add_listener(log.steady)
     environment.events.heartbeat_sent.add_listener(log.heartbeat)
     environment.events.worker_report.add_listener(log.report)
     gevent.spawn(log.watch)
-
-    @environment.events.worker_connect.add_listener
-    def tell_a_late_worker(client_id, **_):
-        # Fired before the master rebalances onto it: the message reaches the worker ahead of its spawn.
-        if log.steady_at is not None and environment.runner.state in (STATE_SPAWNING, STATE_RUNNING):
-            environment.runner.send_message(JOINED_STEADY, client_id=client_id)
     if path := os.environ.get(FILE_ENV):
         @environment.events.quitting.add_listener
         def write(**_):

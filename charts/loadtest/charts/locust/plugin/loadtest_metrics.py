@@ -80,19 +80,24 @@ logger = logging.getLogger(__name__)
 def cgroup_cpu_dirs(proc: Path) -> list[tuple[Path, Path, str]]:
     """(cgroup folder of this process, mount point, "v1" or "v2") for the cgroup v1 hierarchy of the cpu controller
     and every cgroup v2 hierarchy (whose cpu.max exists only where the cpu controller is enabled)."""
+    return cgroup_dirs(proc, "cpu")
+
+
+def cgroup_dirs(proc: Path, controller: str) -> list[tuple[Path, Path, str]]:
+    """cgroup_cpu_dirs for any controller: its cgroup v1 hierarchy and every cgroup v2 hierarchy."""
     paths = {}
     for line in (proc / "cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
-        for controller in controllers.split(",") if controllers else ["unified"]:
-            paths[controller] = path
+        for name in controllers.split(",") if controllers else ["unified"]:
+            paths[name] = path
     found = []
     for line in (proc / "mountinfo").read_text().splitlines():
         before, _, after = line.partition(" - ")
         fields, (fstype, _source, super_options) = before.split(), after.split()[:3]
         if fstype == "cgroup2" and "unified" in paths:
             version, path = "v2", paths["unified"]
-        elif fstype == "cgroup" and "cpu" in super_options.split(",") and "cpu" in paths:
-            version, path = "v1", paths["cpu"]
+        elif fstype == "cgroup" and controller in super_options.split(",") and controller in paths:
+            version, path = "v1", paths[controller]
         else:
             continue
         root, mount = fields[3], Path(fields[4]).resolve()
@@ -130,6 +135,26 @@ def cpu_limit_cores(proc: Path = Path("/proc/self")) -> float | None:
                 break
             folder = folder.parent
     return min(limits, default=None)
+
+
+def memory_in_use(proc: Path = Path("/proc/self")) -> tuple[int | None, int | None]:
+    """(bytes in use, limit in bytes) of this process's memory cgroup (v1's memory controller, or v2): what the
+    kernel's out-of-memory killer holds it to. (None, None) where none is readable; the limit None where none is
+    set."""
+    try:
+        hierarchies = cgroup_dirs(proc, "memory")
+    except (OSError, ValueError):
+        return None, None
+    for folder, _mount, version in hierarchies:
+        try:
+            if version == "v2":
+                limit = (folder / "memory.max").read_text().strip()
+                return int((folder / "memory.current").read_text()), None if limit == "max" else int(limit)
+            limit = int((folder / "memory.limit_in_bytes").read_text())
+            return int((folder / "memory.usage_in_bytes").read_text()), None if limit >= 1 << 60 else limit
+        except (OSError, ValueError):
+            continue
+    return None, None
 
 
 def cpu_throttle_counts(proc: Path = Path("/proc/self")) -> tuple[int, int] | None:
@@ -188,21 +213,30 @@ class CpuClock:
         return (cpu - cpu_before) / (wall - wall_before) if wall > wall_before else None
 
 
+# A worker's own running total of its run's requests, never reset within it: the master holds the run's count to it
+# (loadtest_faults) when a worker is lost, or statistics are reset. Counted from the import: a worker's init can fire
+# after its first users were spawned.
+SENT = {"requests": 0}
+
+
+@events.request.add_listener
+def _count_request(**_):
+    SENT["requests"] += 1
+
+
+@events.test_start.add_listener
+def _count_from_zero(**_):
+    SENT["requests"] = 0
+
+
 def _register_worker(environment) -> None:
     # Init fires once the worker is connected (Locust's WorkerRunner waits for the master's "ack" as it is made).
     # Ready before that, a rolling update would stop the old worker first, and the master stops the run when its last
     # worker quits.
     if ready_file := os.environ.get(READY_FILE_ENV):
         Path(ready_file).touch()
-    warnings = sent = 0
+    warnings = 0
     clock, throttle = CpuClock(), ThrottleClock()
-
-    @environment.events.request.add_listener
-    def count_request(**_):
-        # The worker's own running total of the run's requests, never reset: the master holds the run's count to it
-        # (loadtest_faults) when a worker is lost, or statistics are reset.
-        nonlocal sent
-        sent += 1
 
     @environment.events.cpu_warning.add_listener
     def count_cpu_warning(**_):
@@ -211,15 +245,15 @@ def _register_worker(environment) -> None:
 
     @environment.events.test_start.add_listener
     def measure_the_run(**_):
-        nonlocal sent
-        sent = 0
         clock.start()  # the first report of a run measures the run, not the idle wait before it
         throttle.start()
 
     @environment.events.report_to_master.add_listener
     def add_worker_facts(client_id, data, **_):
+        memory, memory_limit = memory_in_use()
         data[REPORT_KEY] = {"cpu_limit_cores": cpu_limit_cores(), "cpu_warnings": warnings,
-                            "cpu_cores": clock.cores(), "cpu_throttled": throttle.share(), "requests_sent": sent}
+                            "cpu_cores": clock.cores(), "cpu_throttled": throttle.share(), "requests_sent": SENT["requests"],
+                            "memory_bytes": memory, "memory_limit_bytes": memory_limit}
 
     @environment.events.quitting.add_listener
     def send_last_report(**_):
