@@ -102,9 +102,9 @@ def test_a_worker_killed_under_the_judged_master_is_replaced_and_counted(judged_
     assert_the_loss_is_named(faults, result["verdict"])
     figures = result["figures"]["Aggregated"]
     assert_nothing_lost_unnamed(faults["requests_sent"], faults["requests_unreported"], served, figures["rps"])
-    # Locust's statistics hold the whole steady window, through the rebalances: all but the ramp-up's requests.
-    assert figures["requests"] >= (faults["requests_sent"] - faults["requests_unreported"]) * 0.9
-    assert "Resetting stats" not in judged_run.log("locust-worker-1.1")
+    # Locust's statistics hold the whole steady window, through the rebalances: every request the workers reported
+    # but the ramp-up's (its users all start within a second). A reset at a rebalance would drop a third of them.
+    assert figures["requests"] >= faults["requests_sent"] - figures["rps"]
 
 
 def test_a_worker_killed_for_its_memory_is_named_with_the_value_to_raise(memory_limits, judged_run):
