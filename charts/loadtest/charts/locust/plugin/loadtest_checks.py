@@ -35,14 +35,16 @@ EXIT_CODES = {
     PASSED: ExitCode("every check passed", "Without checks: the command did what was asked."),
     CHECK_FAILED: ExitCode(
         "a check failed",
-        "Only that: a run's check or failure ratio, a regression against the baseline, a --check of generated files. "
+        "Only that: a run's check or failure ratio, an --abort-on condition that stopped it early, a regression "
+        "against the baseline, a --check of generated files. "
         "A pipeline can read 1 as \"the target missed its bar\"."),
     BAD_INPUT: ExitCode(
         "bad input (an option, a value, a check): nothing ran",
         "Or a program is not installed. The message names the option or value and the fix, or the set-up step."),
     INVALID: ExitCode(
         "invalid: the load generator, not the target, was the limit; the figures are not the target's",
-        "Never record them as the service's capacity: add workers or cores and run again."),
+        "Never record them as the service's capacity: add workers or cores and run again. A run that lost workers "
+        "while every user ran is invalid too: run it again (docs/faults.md)."),
     RUN_FAILED: ExitCode(
         "the run could not be made or was cut short (or sent no request): nothing was judged",
         "A process, tool, server or cluster failed; the folder keeps what was measured, marked incomplete, and the "
