@@ -65,6 +65,28 @@ def test_a_worker_killed_between_reports_is_lost_when_its_heartbeats_stop_and_it
             figures["seconds_with_fewer_workers"]) == (1, 6_000, 2_500, 10.0)
 
 
+def test_a_worker_lost_before_its_first_report_is_estimated_at_the_others_rate(master, monkeypatch):
+    runner, log = master
+    report(log, "a", 2_000, T0 + 2, monkeypatch)  # 1,000 requests/s since the run started
+    log.heartbeat("b", T0 + 2.5)
+    runner.clients["b"].state = STATE_MISSING
+    log.look(T0 + 7)
+    [lost] = log.events
+    assert lost.unreported == 3_000  # from the run's start to the middle of its last heartbeat's second
+
+
+def test_a_stop_is_not_held_by_a_missing_worker():
+    states = []
+    runner = SimpleNamespace(state="stopping", clients={"a": worker("a", "ready"), "b": worker("b", STATE_MISSING)},
+                             update_state=states.append)
+    log = loadtest_faults.FaultLog(runner)
+    runner.clients["c"] = worker("c", STATE_RUNNING)  # one still stopping its users
+    log.finish_a_stop()
+    runner.clients["c"].state = "ready"
+    log.finish_a_stop()
+    assert states == ["stopped"]
+
+
 def test_a_worker_that_quits_is_a_loss_and_one_that_comes_back_from_missing_is_not_lost_twice(master):
     runner, log = master
     del runner.clients["a"]  # deleted or evicted: it said quit

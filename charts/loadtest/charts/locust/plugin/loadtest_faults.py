@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass
 import gevent
 from locust import events
 from locust.runners import (HEARTBEAT_INTERVAL, HEARTBEAT_LIVENESS, STATE_INIT, STATE_MISSING, STATE_RUNNING,
-                            STATE_SPAWNING, WORKER_REPORT_INTERVAL, MasterRunner, WorkerRunner)
+                            STATE_SPAWNING, STATE_STOPPED, STATE_STOPPING, WORKER_REPORT_INTERVAL, MasterRunner,
+                            WorkerRunner)
 
 import loadtest_metrics
 
@@ -64,18 +65,19 @@ class Event:
     restored_s: float | None = None  # a loss: until as many workers ran users again (None: not before the end)
     cause: str = ""  # what most likely ended it, where its reports say (out of memory), and what to change
 
-    def describe(self, since: float) -> str:
+    def describe(self, since: float, cost: bool = True) -> str:
+        """In words; `cost`: with how long the run went with fewer workers (known once it ended)."""
         t = f"{self.at - since:.0f} s into the run"
         if self.kind not in LOSSES:
             return f"{self.kind} {self.worker} at {t}"
-        cost = ("not replaced before the end" if self.restored_s is None
-                else f"{self.restored_s:.0f} s with fewer workers")
+        made_good = ("not replaced before the end" if self.restored_s is None
+                     else f"{self.restored_s:.0f} s with fewer workers")
         what = "it quit after sending its last report"
         if self.kind == LOST:
             what = f"its heartbeat stopped; the master saw it after {self.detected_s:.0f} s" + (
                 f"; about {self.unreported:,} requests it sent after its last report are not in the statistics"
                 if self.unreported else "") + (f"; {self.cause}" if self.cause else "")
-        return f"{self.kind} {self.worker} ({self.users} users) at {t}: {what}; {cost}"
+        return f"{self.kind} {self.worker} ({self.users} users) at {t}: {what}" + (f"; {made_good}" if cost else "")
 
 
 class FaultLog:
@@ -115,11 +117,12 @@ class FaultLog:
         if sent is None:
             return
         now = time.time()
-        before, (then, _) = self.sent.get(client_id), self.reported.get(client_id, (None, 0.0))
-        if before is not None and sent < before:  # it stopped (its master lost) and started again: a new count
+        # Its rate since its previous report, or since the run started for its first.
+        before, (then, _) = self.sent.get(client_id, 0), self.reported.get(client_id, (self.started, 0.0))
+        if sent < before:  # it stopped (its master lost) and started again: a new count
             self.carried[client_id] = self.carried.get(client_id, 0) + before
             before = 0
-        rate = (sent - before) / (now - then) if before is not None and now > then else 0.0
+        rate = (sent - before) / (now - then) if now > then else 0.0
         self.sent[client_id], self.reported[client_id] = sent, (now, rate)
 
     def look(self, now: float | None = None) -> None:
@@ -133,7 +136,8 @@ class FaultLog:
             before = self.states.get(worker)
             if client.state == STATE_MISSING and before not in (None, STATE_MISSING):
                 heard = self.heard.get(worker, now - DETECTION_S)
-                reported, rate = self.reported.get(worker, (heard, 0.0))
+                # One lost before its first report sent for as long as the run, at the other workers' mean rate.
+                reported, rate = self.reported.get(worker, (self.started, self.mean_rate()))
                 self._lose(Event(heard, LOST, worker, self.users.get(worker, 0), detected_s=round(now - heard, 1),
                                  unreported=round(rate * max(0.0, heard + HEARTBEAT_INTERVAL / 2 - reported)),
                                  cause=self.out_of_memory(worker)))
@@ -159,6 +163,11 @@ class FaultLog:
                 loss.restored_s = round(now - loss.at, 1)
             self.open.clear()
 
+    def mean_rate(self) -> float:
+        """The workers' mean rate at their last reports (requests per second), 0 before any report."""
+        rates = [rate for _, rate in self.reported.values()]
+        return sum(rates) / len(rates) if rates else 0.0
+
     def out_of_memory(self, worker: str) -> str:
         """Why a lost worker most likely died, when its last report had its memory nearly full; else ""."""
         used, limit = self.memory.get(worker, (0, 0))
@@ -171,11 +180,20 @@ class FaultLog:
     def _lose(self, event: Event) -> None:
         self.events.append(event)
         self.open.append(event)
-        logger.warning("%s", event.describe(self.started))
+        logger.warning("%s", event.describe(self.started, cost=False))
+
+    def finish_a_stop(self) -> None:
+        """Locust's master is stopped once every worker said it stopped; a missing one never will, and the master
+        would stay "stopping" for the minute Locust keeps a missing worker: the workers that are there decide."""
+        clients = list(self.runner.clients.values())
+        if (self.runner.state == STATE_STOPPING and any(c.state == STATE_MISSING for c in clients)
+                and all(c.state in (STATE_INIT, STATE_MISSING) for c in clients)):
+            self.runner.update_state(STATE_STOPPED)
 
     def watch(self) -> None:
         while True:
             self.look()
+            self.finish_a_stop()
             gevent.sleep(WATCH_S)
 
     def losses(self, start: float | None, end: float | None) -> list[str]:
