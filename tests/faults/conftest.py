@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -17,6 +20,28 @@ from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
 from loadtest.workload import scenarios
 
 RUN_NAME = "run-1"
+
+
+def steady_lines(series: Path) -> int:
+    return sum(",steady," in line for line in series.read_text().splitlines()) if series.exists() else 0
+
+
+def run_local_with_a_fault(out: Path, args: list[str], steady_s: int, fault, timeout_s: float):
+    """`loadtest run --local --output OUT ARGS` as a user types it, and `fault(its pid)` once its series.csv has
+    `steady_s` steady seconds: (exit code, stdout, stderr, when the fault was injected)."""
+    proc = subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        wait_for("steady seconds in series.csv", lambda: steady_lines(out / "series.csv") >= steady_s,
+                 STARTUP_TIMEOUT_S * 2, until=lambda ok: ok or proc.poll() is not None)
+        fault(proc.pid)
+        injected = time.time()
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, stdout, stderr, injected
 
 
 class JudgedRun:
@@ -40,7 +65,8 @@ class JudgedRun:
         self.master = self.locust.start_master(
             "-u", str(users), "-r", str(users), "-t", f"{run_time_s}s", "--host", self.backend.http_url,
             "--enable-rebalancing", "--csv", str(run / "stats"), "--json-file", str(run / "stats"),
-            "--html", str(run / "report.html"), web=False, expect_workers=workers, expect_workers_wait_s=STARTUP_TIMEOUT_S)
+            "--html", str(run / "report.html"), web=False, expect_workers=workers,
+            expect_workers_wait_s=STARTUP_TIMEOUT_S)
         self.locust.start_workers(workers)
 
     def log(self, name: str = "locust-master") -> str:

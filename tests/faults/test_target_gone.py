@@ -8,15 +8,11 @@ import csv
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 
 import psutil
-from helpers import wait_for
+from conftest import run_local_with_a_fault
 
 from loadtest.judging import checks, verdict
-from loadtest.runtime.processes import STARTUP_TIMEOUT_S
 
 RUN_TIME_S = 120  # never reached: the stop comes first
 KILL_AFTER_STEADY_S = 6
@@ -25,28 +21,18 @@ KILL_AFTER_STEADY_S = 6
 STOPPED_WITHIN_S = 15
 
 
-def steady_lines(series) -> int:
-    return sum(",steady," in line for line in series.read_text().splitlines()) if series.exists() else 0
-
-
 def test_a_target_gone_mid_run_stops_it_early_and_the_verdict_names_the_target(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), "--workers",
-                             "1", "--users", "10", "--wait", "0.01", "--run-time", f"{RUN_TIME_S}s",
-                             "--abort-on", "fail_ratio>5%", "--check", "p95<1s"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
-        wait_for("steady seconds in series.csv", lambda: steady_lines(out / "series.csv") >= KILL_AFTER_STEADY_S,
-                 STARTUP_TIMEOUT_S * 2, until=lambda ok: ok or proc.poll() is not None)
-        [nginx] = [p for p in psutil.Process(proc.pid).children() if p.name() == "nginx"]
+
+    def kill_the_target(loadtest_pid: int) -> None:
+        [nginx] = [p for p in psutil.Process(loadtest_pid).children() if p.name() == "nginx"]
         os.killpg(nginx.pid, signal.SIGKILL)  # its master and workers: nothing answers on its port any more
-        killed = time.time()
-        stdout, stderr = proc.communicate(timeout=STOPPED_WITHIN_S + 60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == checks.CHECK_FAILED, stderr
+
+    code, stdout, stderr, killed = run_local_with_a_fault(
+        out, ["--workers", "1", "--users", "10", "--wait", "0.01", "--run-time", f"{RUN_TIME_S}s",
+              "--abort-on", "fail_ratio>5%", "--check", "p95<1s"], KILL_AFTER_STEADY_S, kill_the_target,
+        STOPPED_WITHIN_S + 60)
+    assert code == checks.CHECK_FAILED, stderr
     result = json.loads((out / "result.json").read_text())
     stopped = result["faults"]["stopped_early"]
     assert stopped["check"] == "fail_ratio>5%" and stopped["measured"] > 0.05

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
+from conftest import run_local_with_a_fault
 from helpers import wait_for
 
 from loadtest import paths
@@ -30,10 +29,6 @@ STEADY_REQUESTS = 10_000
 LEAKY_WORKER_LIMIT = 200 << 20
 # Locust marks a worker missing after 3 heartbeats missed (one a second); the master looks twice a second.
 DETECTED_WITHIN_S = 8
-
-
-def steady_lines(series) -> int:
-    return sum(",steady," in line for line in series.read_text().splitlines()) if series.exists() else 0
 
 
 def workers_of(pid: int) -> list[psutil.Process]:
@@ -61,20 +56,11 @@ def assert_nothing_lost_unnamed(sent: int, unreported: int, target: int, rate: f
 
 def test_a_worker_killed_in_a_local_run_is_replaced_and_its_loss_is_the_result(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), "--workers",
-                             "2", "--users", "20", "--wait", "0.01", "--run-time", f"{RUN_TIME_S}s"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
-        wait_for("steady seconds in series.csv", lambda: steady_lines(out / "series.csv") >= KILL_AFTER_STEADY_S,
-                 STARTUP_TIMEOUT_S * 2, until=lambda ok: ok or proc.poll() is not None)
-        victim = workers_of(proc.pid)[1]
-        victim.send_signal(signal.SIGKILL)
-        stdout, stderr = proc.communicate(timeout=RUN_TIME_S + 120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == checks.INVALID, stderr
+    code, stdout, stderr, _ = run_local_with_a_fault(
+        out, ["--workers", "2", "--users", "20", "--wait", "0.01", "--run-time", f"{RUN_TIME_S}s"],
+        KILL_AFTER_STEADY_S, lambda loadtest_pid: workers_of(loadtest_pid)[1].send_signal(signal.SIGKILL),
+        RUN_TIME_S + 120)
+    assert code == checks.INVALID, stderr
     assert "worker 1 ended (signal 9)" in stdout and "started again" in stdout
     assert "workers were lost while every user ran" in stderr
     result = json.loads((out / "result.json").read_text())
