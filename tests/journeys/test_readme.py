@@ -34,7 +34,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 DOCS = (README, *(REPO / "docs" / f"{topic}.md" for topic in (
-    "cluster", "scenarios", "sizing", "ci", "history", "open-model", "security", "own-test")), REPO / "CONTRIBUTING.md")
+    "cluster", "scenarios", "sizing", "ci", "history", "open-model", "security", "own-test", "faults")),
+        REPO / "CONTRIBUTING.md")
 FRONT_PAGE_LINES = 250
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
 # What the full scripts/setup installs beyond `scripts/setup --local`: hidden from the newcomer's machine.
