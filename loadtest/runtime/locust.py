@@ -75,21 +75,22 @@ class Locust:
             "--master", "--master-bind-host", LOCAL_HOST, "--master-bind-port", str(self.master_port),
             *ui, *expect, *args], env=env, cwd=self.cwd)
 
+    def _worker(self, name: str) -> subprocess.Popen:
+        return self.procs.start(name, self.cmd + [
+            "--worker", "--master-host", LOCAL_HOST, "--master-port", str(self.master_port)],
+            env=self.env, cwd=self.cwd)
+
     def start_workers(self, count: int) -> list[subprocess.Popen]:
         """Start workers until `count` run (never fewer: a started worker keeps running)."""
         for i in range(len(self.workers), count):
-            self.workers.append(self.procs.start(f"locust-worker-{i}", self.cmd + [
-                "--worker", "--master-host", LOCAL_HOST, "--master-port", str(self.master_port)],
-                env=self.env, cwd=self.cwd))
+            self.workers.append(self._worker(f"locust-worker-{i}"))
         return self.workers
 
     def restart_worker(self, index: int) -> subprocess.Popen:
         """A worker in place of worker `index`, which ended (as its Deployment would start one); its log beside the
         first one's."""
         restarts = sum(1 for name in self.procs.procs if name.startswith(f"locust-worker-{index}."))
-        self.workers[index] = self.procs.start(f"locust-worker-{index}.{restarts + 1}", self.cmd + [
-            "--worker", "--master-host", LOCAL_HOST, "--master-port", str(self.master_port)],
-            env=self.env, cwd=self.cwd)
+        self.workers[index] = self._worker(f"locust-worker-{index}.{restarts + 1}")
         return self.workers[index]
 
     def start_standalone(self, *args: str, web: bool = False, env: dict[str, str] | None = None) -> subprocess.Popen:
