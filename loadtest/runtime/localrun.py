@@ -369,6 +369,7 @@ def _result(workdir: Path, phases: Phases, scenario: str, workers: int, users: i
                                max_lag_ms=figures.max_lag_ms if figures else None,
                                achieved=final.rps / figures.offered_rps if figures else None,
                                losses=tuple(faults["steady_losses"]) if faults else (),
+                               silences=tuple(faults["steady_silences"]) if faults else (),
                                failure_ratio=final.failures / final.requests if final.requests else None)
     return Result(
         **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,

@@ -172,3 +172,49 @@ def test_a_window_whose_target_failed_is_target_bound_even_with_workers_looping_
     judged = verdict.judge(verdict.Window.of(busy, failure_ratio=0.4))
     assert judged.kind == verdict.TARGET_BOUND and "the target failed 40.00%" in judged.reason
     assert verdict.judge(verdict.Window.of(busy, failure_ratio=0.005)).kind == verdict.GENERATOR_BOUND
+
+
+def test_a_target_that_answers_nothing_while_users_run_is_silent_until_it_answers_again(master, monkeypatch):
+    runner, log = master
+    for t in (3, 6):  # 1,000 requests/s each
+        report(log, "a", t * 1_000, T0 + t, monkeypatch)
+        report(log, "b", t * 1_000, T0 + t, monkeypatch)
+    for t in (9, 12):  # paused after T0 + 6: no request answered, none failed
+        report(log, "a", 6_000, T0 + t, monkeypatch)
+        report(log, "b", 6_000, T0 + t, monkeypatch)
+        log.look(T0 + t)
+    [silent] = log.events  # seen once no request was answered for SILENT_S
+    assert (silent.kind, silent.worker, silent.users, silent.at) == ("target silent", "", 10, T0 + 6)
+    assert silent.detected_s == loadtest_faults.SILENT_S and silent.restored_s is None
+    report(log, "b", 7_000, T0 + 15, monkeypatch)  # answering again: one worker is enough
+    log.look(T0 + 15)
+    assert silent.restored_s == 9.0 and log.silences(T0, T0 + 30) == [silent.describe(log.started)]
+    assert "answering again 9 s later" in silent.describe(log.started) and log.losses(T0, T0 + 30) == []
+    assert log.to_json()["seconds_target_silent"] == 9.0
+    log.look(T0 + 30)  # quiet since, but answered after the silence: a new one needs a new spell
+    assert len(log.events) == 2 and log.events[1].at == T0 + 15
+
+
+def test_a_quiet_spell_that_the_workers_rates_make_likely_is_not_a_silence(master, monkeypatch):
+    """A test that waits long between requests: 3 answered in 6 s, then none for 12 s."""
+    runner, log = master
+    report(log, "a", 3, T0 + 6, monkeypatch)
+    report(log, "b", 3, T0 + 6, monkeypatch)
+    log.look(T0 + 18)
+    assert log.events == []
+
+
+def test_a_silence_needs_every_running_worker_quiet(master, monkeypatch):
+    runner, log = master
+    report(log, "a", 6_000, T0 + 6, monkeypatch)
+    report(log, "b", 6_000, T0 + 6, monkeypatch)
+    report(log, "b", 9_000, T0 + 9, monkeypatch)
+    log.look(T0 + 12.5)  # a quiet for 6.5 s, b answered 3.5 s ago
+    assert log.events == []
+
+
+def test_a_window_whose_target_went_silent_is_target_bound():
+    idle = [verdict.Sample(worker_cpu=(0.3,), target_cpu=None)] * 5
+    silent = "target silent from 12 s into the run: ..."
+    judged = verdict.judge(verdict.Window.of(idle, silences=(silent,)))
+    assert judged.kind == verdict.TARGET_BOUND and silent in judged.reason and "not its capacity" in judged.reason

@@ -1,7 +1,8 @@
 """What happened to the generator while a run went on, as its master saw it: workers lost (no heartbeat for
 HEARTBEAT_LIVENESS s: killed, partitioned, out of memory), workers that quit (deleted, evicted, rolled: their last
-report arrives first), workers that joined or came back; how long the run went with fewer workers than it had; and
-the requests each worker sent by its own count, so a result can be held to the target's count of them.
+report arrives first), workers that joined or came back; how long the run went with fewer workers than it had; the
+target gone silent (every worker running users, none with a request answered, for SILENT_S: hung, paused or cut
+off); and the requests each worker sent by its own count, so a result can be held to the target's count of them.
 
 Each worker counts every request it sends (never reset within a run) and puts the running total in each of its
 reports (loadtest_metrics' part of it); the master keeps each worker's last total. A worker lost between two reports
@@ -37,6 +38,7 @@ import loadtest_metrics
 
 FILE_ENV = "LOADTEST_FAULTS_FILE"
 LOST, QUIT, JOINED, BACK = "worker lost", "worker quit", "worker joined", "worker back"
+SILENT = "target silent"
 # Events that leave the run with fewer workers than it had: the steady window they fall in is not judged healthy.
 LOSSES = (LOST, QUIT)
 WATCH_S = 0.5  # how often the master's view of its workers is read (Locust marks a worker missing once a second)
@@ -50,6 +52,12 @@ MASTER_LOST_S = DETECTION_S + HEARTBEAT_INTERVAL
 # A worker lost with at least this share of its memory limit in use at its last report was, most likely, killed by
 # the kernel for its memory (OOMKilled): its reports come every 3 s, a leak fills the rest in less.
 OUT_OF_MEMORY_SHARE = 0.8
+# The target is silent once no worker running users had a request answered (success or failure) for two report
+# intervals, where their rates before would have given at least SILENT_EXPECTED: by chance (a test that waits long
+# between requests) that happens less than once in 20,000 such spells (Poisson). A request waiting on a hung target
+# fails only at its timeout (LeanHttpUser's 60 s, as Locust's and k6's), so without this the window looks served.
+SILENT_S = 2 * WORKER_REPORT_INTERVAL
+SILENT_EXPECTED = 10
 
 logger = logging.getLogger(__name__)
 
@@ -57,17 +65,25 @@ logger = logging.getLogger(__name__)
 @dataclass
 class Event:
     at: float  # unix time: a lost worker's last heartbeat (it died after it), else when the master saw it
-    kind: str  # one of LOST, QUIT, JOINED, BACK
-    worker: str
-    users: int  # the users it ran just before (a loss), or 0
-    detected_s: float = 0.0  # a lost worker: from its last heartbeat until the master marked it missing
+    kind: str  # one of LOST, QUIT, JOINED, BACK, SILENT
+    worker: str  # "" for the target
+    users: int  # the users it ran just before (a loss; the run's, a silence), or 0
+    # A lost worker: from its last heartbeat until the master marked it missing. A silence: from the last report
+    # with a request answered until the master saw it.
+    detected_s: float = 0.0
     unreported: int = 0  # a lost worker: requests it sent after its last report (estimated from its rate)
-    restored_s: float | None = None  # a loss: until as many workers ran users again (None: not before the end)
+    # A loss: until as many workers ran users again; a silence: until a request was answered (None: not before the end)
+    restored_s: float | None = None
     cause: str = ""  # what most likely ended it, where its reports say (out of memory), and what to change
 
     def describe(self, since: float, cost: bool = True) -> str:
         """In words; `cost`: with how long the run went with fewer workers (known once it ended)."""
         t = f"{self.at - since:.0f} s into the run"
+        if self.kind == SILENT:
+            lasted = ("until the end" if self.restored_s is None else f"answering again {self.restored_s:.0f} s later")
+            return (f"target silent from {t}: no worker had a request answered (not even a failure) while its "
+                    f"{self.users} users ran: it hung, was paused or was cut off; the master saw it after "
+                    f"{self.detected_s:.0f} s" + (f"; {lasted}" if cost else ""))
         if self.kind not in LOSSES:
             return f"{self.kind} {self.worker} at {t}"
         made_good = ("not replaced before the end" if self.restored_s is None
@@ -97,6 +113,9 @@ class FaultLog:
         self.sent: dict[str, int] = {}  # worker id: the requests it had sent by its last report, by its count
         self.carried: dict[str, int] = {}  # worker id: its counts of earlier runs of its own (stopped and respawned)
         self.reported: dict[str, tuple[float, float]] = {}  # worker id: (time of its last report, its rate then)
+        # worker id: (time of its last report with a request answered, its rate then)
+        self.answered: dict[str, tuple[float, float]] = {}
+        self.silence: Event | None = None  # the target silent now
         self.memory: dict[str, tuple[int, int]] = {}  # worker id: (bytes in use, its limit) at its last report
         self.open: list[Event] = []  # losses not yet made good
         self.wanted: int | None = None  # the workers running users when every user first ran
@@ -124,6 +143,8 @@ class FaultLog:
             before = 0
         rate = (sent - before) / (now - then) if now > then else 0.0
         self.sent[client_id], self.reported[client_id] = sent, (now, rate)
+        if sent > before:
+            self.answered[client_id] = (now, rate)
 
     def look(self, now: float | None = None) -> None:
         """Compare the master's workers with the previous look: record losses, joins and returns; close the losses
@@ -156,12 +177,31 @@ class FaultLog:
                 self._lose(Event(now, QUIT, worker, self.users.get(worker, 0)))
         self.states, self.looked = {worker: client.state for worker, client in clients.items()}, True
         running = sum(1 for c in clients.values() if c.state == STATE_RUNNING and c.user_classes_count)
+        self.look_at_the_target(now, [w for w, c in clients.items() if c.state == STATE_RUNNING and self.users.get(w)])
         if self.wanted is None and self.steady_at is not None:
             self.wanted = running
         if self.wanted is not None and running >= self.wanted:
             for loss in self.open:
                 loss.restored_s = round(now - loss.at, 1)
             self.open.clear()
+
+    def look_at_the_target(self, now: float, running: list[str]) -> None:
+        """Open a silence when none of the workers running users had a request answered for SILENT_S (and their
+        rates say they would have); close it at the first answer."""
+        answered = [self.answered[w] for w in running if w in self.answered]
+        if self.silence is not None:
+            last = max((at for at, _ in answered), default=0.0)
+            if last > self.silence.at:
+                self.silence.restored_s = round(last - self.silence.at, 1)
+                self.silence = None
+            return
+        if self.steady_at is None or not running or len(answered) < len(running):
+            return
+        last = max(at for at, _ in answered)
+        if now - last >= SILENT_S and SILENT_S * sum(rate for _, rate in answered) >= SILENT_EXPECTED:
+            self.silence = Event(last, SILENT, "", sum(self.users[w] for w in running), detected_s=round(now - last, 1))
+            self.events.append(self.silence)
+            logger.warning("%s", self.silence.describe(self.started, cost=False))
 
     def mean_rate(self) -> float:
         """The workers' mean rate at their last reports (requests per second), 0 before any report."""
@@ -198,11 +238,17 @@ class FaultLog:
 
     def losses(self, start: float | None, end: float | None) -> list[str]:
         """The losses between `start` and `end` (unix times), in words: what makes a window not healthy."""
+        return self._described(LOSSES, start, end, DETECTION_S)
+
+    def silences(self, start: float | None, end: float | None) -> list[str]:
+        """The target's silences between `start` and `end`, in words: the window did not measure its capacity."""
+        return self._described((SILENT,), start, end, SILENT_S)
+
+    def _described(self, kinds: tuple[str, ...], start: float | None, end: float | None, seen_s: float) -> list[str]:
         if start is None:
             return []
         end = end or time.time()
-        return [e.describe(self.started) for e in self.events
-                if e.kind in LOSSES and start <= e.at <= end + DETECTION_S]
+        return [e.describe(self.started) for e in self.events if e.kind in kinds and start <= e.at <= end + seen_s]
 
     def to_json(self) -> dict:
         """result.json's "faults": the events, and the requests the workers sent by their own count."""
@@ -214,6 +260,9 @@ class FaultLog:
                     for e in self.events if e.kind in LOSSES), 1),
                 "requests_sent": sum(self.sent.values()) + sum(self.carried.values()),
                 "requests_unreported": sum(e.unreported for e in self.events),
+                "seconds_target_silent": round(sum(
+                    (e.restored_s if e.restored_s is not None else max(0.0, time.time() - e.at))
+                    for e in self.events if e.kind == SILENT), 1),
                 "report_interval_s": WORKER_REPORT_INTERVAL, "stopped_early": self.stopped_early}
 
 
@@ -298,4 +347,5 @@ def _register(environment, **_):
         def write(**_):
             log.look()
             with open(path, "w") as f:
-                json.dump({**log.to_json(), "steady_losses": log.losses(log.steady_at, time.time())}, f, indent=1)
+                json.dump({**log.to_json(), "steady_losses": log.losses(log.steady_at, time.time()),
+                           "steady_silences": log.silences(log.steady_at, time.time())}, f, indent=1)

@@ -101,21 +101,23 @@ class WorkerCpu:
         return samples
 
 
-def steady_window(cpu: WorkerCpu, arrival, figures: dict, losses: tuple[str, ...] = ()) -> loadtest_verdict.Window:
-    """The steady window the verdict judges: the workers' samples, the workers lost in it, its failed share and, in
+def steady_window(cpu: WorkerCpu, arrival, figures: dict, losses: tuple[str, ...] = (),
+                  silences: tuple[str, ...] = ()) -> loadtest_verdict.Window:
+    """The steady window the verdict judges: the workers' samples, the workers lost in it, the target's silences,
+    its failed share and, in
     the open model, its late starts, its event loop's lag and the share of the offered rate sent. The target's CPU is
     not the master's to see."""
     total = figures.get(loadtest_checks.AGGREGATED)
     failure_ratio = total.fail_ratio if total and total.requests else None
     if not arrival:
         return loadtest_verdict.Window.of(cpu.samples(), target_watched=False, losses=losses,
-                                          failure_ratio=failure_ratio)
+                                          silences=silences, failure_ratio=failure_ratio)
     totals = arrival.to_json()
     return loadtest_verdict.Window.of(
         cpu.samples(), late_starts=totals["late_share"]["cpu"], late_users=totals["late_share"]["users"],
         loop_lagged=arrival.loop_lagged(), max_lag_ms=totals["loop"]["max_lag_ms"],
         achieved=figures[loadtest_checks.AGGREGATED].rps / arrival.rate if arrival.rate else None,
-        target_watched=False, losses=losses, failure_ratio=failure_ratio)
+        target_watched=False, losses=losses, silences=silences, failure_ratio=failure_ratio)
 
 
 def results_folder() -> str | None:
@@ -279,7 +281,7 @@ class JudgedRun:
             logger.info("check %s", outcome.describe())
         faults = loadtest_faults.log
         faults.look()
-        window = steady_window(self.cpu, arrival, figures, faults.losses(self.steady[0], self.steady[1]))
+        window = steady_window(self.cpu, arrival, figures, faults.losses(*self.steady), faults.silences(*self.steady))
         verdict = loadtest_verdict.judge(window)
         logger.info("verdict %s: %s", verdict.kind, verdict.reason)
         code = loadtest_checks.exit_code(outcomes, verdict.kind == loadtest_verdict.GENERATOR_BOUND,

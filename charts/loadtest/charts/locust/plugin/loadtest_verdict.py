@@ -121,6 +121,8 @@ class Window:
     achieved: float | None = None  # open model: the achieved rate as a share of the offered one
     # Workers lost or quit in the window, in words (loadtest_faults): the load it measured was not the one asked for.
     losses: tuple[str, ...] = ()
+    # The target silent in the window, in words (loadtest_faults): a spell with no request answered at all.
+    silences: tuple[str, ...] = ()
     failure_ratio: float | None = None  # the window's failed requests as a share of its requests (None: not known)
     # False where only the generator is watched (the chart's master sees its workers, not the target): then no
     # verdict claims the target had headroom. A run that watches its target but got no figure of it (a target on
@@ -130,7 +132,8 @@ class Window:
     @classmethod
     def of(cls, samples: list[Sample], late_starts: float | None = None, late_users: float | None = None,
            loop_lagged: float | None = None, max_lag_ms: float | None = None, achieved: float | None = None,
-           target_watched: bool = True, losses: tuple[str, ...] = (), failure_ratio: float | None = None) -> Window:
+           target_watched: bool = True, losses: tuple[str, ...] = (), silences: tuple[str, ...] = (),
+           failure_ratio: float | None = None) -> Window:
         """The window of samples taken by the process that judges (locally, or the master from its reports)."""
         n = len(samples)
         by_worker: dict = {}
@@ -145,7 +148,8 @@ class Window:
             host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
             worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
             late_starts=late_starts, late_users=late_users, loop_lagged=loop_lagged, max_lag_ms=max_lag_ms,
-            achieved=achieved, target_watched=target_watched, losses=tuple(losses), failure_ratio=failure_ratio)
+            achieved=achieved, target_watched=target_watched, losses=tuple(losses), silences=tuple(silences),
+            failure_ratio=failure_ratio)
 
     @property
     def measured(self) -> bool:
@@ -214,6 +218,11 @@ def judge(window: Window) -> Verdict:
         return Verdict(GENERATOR_BOUND, f"the generator lost workers in the steady window: {'; '.join(window.losses)}"
                                         f" ({window.figures()}): the window ran with less load than asked for, so "
                                         "its RPS and latency are not the target's at this load; run again")
+    if window.silences:
+        # A hung target fails nothing until the requests' timeout: the window's few requests look served.
+        return Verdict(TARGET_BOUND, f"the target stopped answering in the steady window: {'; '.join(window.silences)}"
+                                     f" ({window.figures()}): it did not serve this load the whole time, so the "
+                                     "window's RPS and latency are not its capacity")
     if window.failure_ratio is not None and window.failure_ratio >= FAILURE_RATIO:
         # Before the generator's CPU: workers whose requests fail at once (a target gone, refusing connections) loop
         # as fast as they can, and would be called the limit of a target that served nothing.
