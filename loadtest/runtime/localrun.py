@@ -139,7 +139,7 @@ class Series:
         self.pending.append((second, [
             phase, users, percentiles.get("response_time_percentile_0.5"),
             percentiles.get("response_time_percentile_0.95"), None, round(max(worker_cpu, default=0.0), 3), None,
-            None if target_cpu is None else round(target_cpu, 3), round(host_cpu, 3)]))
+            None if target_cpu is None else round(target_cpu, 3), round(host_cpu, 3), None]))
 
     def flush(self, now: float | None = None) -> None:
         """Write the lines whose second is counted in full by `now` (all of them without it)."""

@@ -154,7 +154,7 @@ def _collect_series(prometheus: Prometheus, release: str, start: float, end: flo
                    for name, expr in runresult.files.series_queries(release, step).items()}
     except PrometheusError as e:
         return [f"series.csv not collected: {e}"]
-    (out / runresult.files.SERIES_CSV).write_text(runresult.files.series_csv(columns))
+    (out / runresult.files.SERIES_CSV).write_text(runresult.files.series_csv(columns, start, end, step))
     return []
 
 

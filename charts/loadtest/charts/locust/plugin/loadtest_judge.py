@@ -197,7 +197,7 @@ def write_series(folder: str, start: float, end: float) -> None:
         client = loadtest_prometheus.Prometheus(prometheus, timeout_s=30)
         columns = {name: client.query_range(expr, start, end, step)
                    for name, expr in results.series_queries(os.environ.get(RELEASE_ENV, ""), step).items()}
-        results.replace_file(os.path.join(folder, results.SERIES_CSV), results.series_csv(columns))
+        results.replace_file(os.path.join(folder, results.SERIES_CSV), results.series_csv(columns, start, end, step))
     except (loadtest_prometheus.PrometheusError, OSError) as e:
         logger.warning("series.csv not written: %s: %s", prometheus, e)
 

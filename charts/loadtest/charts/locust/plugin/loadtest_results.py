@@ -305,9 +305,12 @@ def hold_to(baseline: tuple[str, dict | str] | None, current: dict,
 # The run's series (series.csv), one format wherever it ran: a line a second from `loadtest run --local`, a line a
 # scrape from the release's Prometheus (`loadtest run --release`, and the master of a judged run in its pod). A cell
 # is empty where its path has no such figure (p99 and throttling locally; the host's CPU in a cluster). `phase` is
-# ramp-up (users being spawned), steady (every user running: the judged window) or stop.
+# ramp-up (users being spawned), steady (every user running: the judged window) or stop. `scrape_gap_s` marks a
+# line Prometheus had no fresh scrape of the master for (it was down or restarting, or the master unreachable): the
+# seconds since its last scrape, the figures left empty (Prometheus would carry the last ones over for minutes).
 SERIES_COLUMNS = ("time", "phase", "users", "rps", "fail_ratio", "p50_ms", "p95_ms", "p99_ms", "worker_cpu_max",
-                  "worker_throttling_max", "target_cpu_ratio", "host_cpu")
+                  "worker_throttling_max", "target_cpu_ratio", "host_cpu", "scrape_gap_s")
+GAP_SCRAPES = 2  # a scrape this many intervals old is missed, not late
 RAMP_UP, STEADY, STOP = "ramp-up", "steady", "stop"
 # One query of the release's Prometheus per column ($sel: the release's series, $r: the rate window), and the
 # runner's states, of which the phase is made.
@@ -324,6 +327,7 @@ SERIES = {
     "host_cpu": "max(loadtest:host_cpu_saturation:ratio{$sel})",
     "spawning": 'max(locust_runner_state{$sel, state="spawning"})',
     "running": 'max(locust_runner_state{$sel, state="running"})',
+    "scraped": "max(timestamp(locust_users{$sel}))",
 }
 
 
@@ -333,18 +337,32 @@ def series_queries(release: str, scrape_interval_s: float) -> dict[str, str]:
     return {name: string.Template(expr).substitute(where) for name, expr in SERIES.items()}
 
 
-def series_csv(columns: dict[str, dict[float, float]]) -> str:
-    """series.csv of SERIES' columns: a line at each time any has a value (a cell empty where one has none)."""
+def series_csv(columns: dict[str, dict[float, float]], start: float, end: float, scrape_interval_s: float) -> str:
+    """series.csv of SERIES' columns as queried from `start` to `end` every scrape interval: a line at each step (a
+    cell empty where a column has no value). A step whose last scrape of the master is more than GAP_SCRAPES
+    intervals old, or that has none at all (Prometheus was down, or lost what it had not written out when it was
+    killed), is a gap: its figures are left out and scrape_gap_s says how long since a scrape."""
     def cell(value):
         return "" if value is None or value != value else f"{value:.6g}"
 
+    columns = {name: {round(t, 3): v for t, v in values.items()} for name, values in columns.items()}
+    if not any(columns.values()):
+        return ",".join(SERIES_COLUMNS) + "\n"
+    steps = range(int((end - round(start, 3)) // scrape_interval_s) + 1)
+    times = sorted({round(round(start, 3) + k * scrape_interval_s, 3) for k in steps}
+                   | {t for column in columns.values() for t in column})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(SERIES_COLUMNS)
-    seen_steady = False
-    for t in sorted({t for column in columns.values() for t in column}):
+    seen_steady, last_scrape = False, round(start, 3)
+    judged = bool(columns.get("scraped"))  # a Prometheus that cannot say when it scraped marks nothing
+    for t in times:
         running, spawning = columns.get("running", {}).get(t), columns.get("spawning", {}).get(t)
         seen_steady = seen_steady or running == 1
         phase = STEADY if running == 1 else RAMP_UP if spawning == 1 else STOP if seen_steady else ""
-        writer.writerow((f"{t:.3f}", phase, *(cell(columns.get(name, {}).get(t)) for name in SERIES_COLUMNS[2:])))
+        last_scrape = max(last_scrape, columns.get("scraped", {}).get(t, last_scrape))
+        if judged and t - last_scrape > GAP_SCRAPES * scrape_interval_s:
+            writer.writerow((f"{t:.3f}", phase, *[""] * (len(SERIES_COLUMNS) - 3), f"{t - last_scrape:.3g}"))
+        else:
+            writer.writerow((f"{t:.3f}", phase, *(cell(columns.get(name, {}).get(t)) for name in SERIES_COLUMNS[2:])))
     return out.getvalue()
