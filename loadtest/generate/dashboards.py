@@ -163,14 +163,21 @@ def overview() -> dashboard.Dashboard:
                  "Is the run healthy, and is its RPS the target's capacity or the load generator's ceiling?")
             .with_panel(verdict_panel())
             .with_panel(advice_panel())
-            .with_panel(single("RPS", "Requests per second, all workers.", query(rps), "reqps", width=6))
+            .with_panel(single("RPS", "Requests per second, all workers.", query(rps), "reqps", width=5))
             .with_panel(single("Failures", "Share of requests that failed.",
                                query(f"sum(rate(locust_request_failures_total{{{LOCUST}}}[$__rate_interval])) / {rps}"),
-                               "percentunit", width=6, red_from=0.01))
-            .with_panel(single("Users", "Running users.", query(f"sum(locust_users{{{LOCUST}}})"), "none", width=6))
+                               "percentunit", width=5, red_from=0.01))
+            .with_panel(single("Users", "Running users.", query(f"sum(locust_users{{{LOCUST}}})"), "none", width=4))
             .with_panel(single("Workers missing", "Workers that stopped sending heartbeats.",
-                               query(f'sum(locust_workers{{{LOCUST}, state="missing"}})'), "none", width=6,
+                               query(f'sum(locust_workers{{{LOCUST}, state="missing"}})'), "none", width=5,
                                red_from=1))
+            .with_panel(single("Faults this run",
+                               "What the master saw go wrong in this run (docs/faults.md): workers lost (no "
+                               "heartbeat: killed, out of memory, cut off), workers that quit (deleted, evicted), and "
+                               "the target silent (no request answered while users ran). A window with any of them "
+                               "is not the target's capacity; result.json's faults say when and what each cost.",
+                               query(f"sum by (kind) (loadtest_faults_total{{{LOCUST}}})", "{{kind}}"), "none",
+                               width=5, red_from=1))
             .with_panel(graph("Requests per second", "All requests, and per request name.", [
                 query(rps, "all"),
                 query(f"sum by (method, name) (rate(locust_requests_total{{{LOCUST}}}[$__rate_interval]))",

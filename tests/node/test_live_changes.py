@@ -1,13 +1,17 @@
 """A run changed while it runs, on the real node: a worker added by `helm upgrade` gets users without restarting the
 run; a deleted worker pod is replaced and the run goes on with nothing lost; a deleted target pod shows as counted
-failures, then recovery. The tests share one release (interactive mode, HAProxy the target) and run in order.
+failures, then recovery; a worker killed outright is restarted, and what it took with it is named. The tests share
+one release (interactive mode, HAProxy the target) and run in order.
 
 Monitoring is off here: two workers and HAProxy's whole core fill this 2-CPU node, and the master's web API says
 all these tests read."""
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
+import psutil
 import pytest
 from conftest import aggregated, haproxy_served, install, master, wait_ready
 from helpers import wait_for
@@ -135,3 +139,67 @@ def test_a_deleted_target_shows_as_failures_then_recovers(cluster, release):
     print(f"target deleted mid-run: {end['num_failures']} failures counted of {end['num_requests']} requests, "
           f"then {served} requests in {stretch:.0f} s without one")
     web.stop()
+
+
+def container_processes(pod_uid: str) -> list[psutil.Process]:
+    """The processes of a pod's containers on this machine (the real node): those in its cgroup, named by its uid
+    (`pod<uid>` under cgroupfs, `pod<uid with underscores>` under systemd)."""
+    names = (f"pod{pod_uid}", f"pod{pod_uid.replace('-', '_')}")
+    found = []
+    for process in psutil.process_iter():
+        try:
+            cgroups = Path(f"/proc/{process.pid}/cgroup").read_text()
+        except OSError:
+            continue
+        if any(name in cgroups for name in names):
+            found.append(process)
+    return found
+
+
+def test_a_worker_killed_outright_is_lost_restarted_and_what_it_took_named(cluster, release):
+    """SIGKILL, as the kernel's out-of-memory killer or a lost node would: no last report. The master logs the loss,
+    the kubelet restarts the container, the new worker gets users, and HAProxy's count is Locust's plus about the
+    requests the master names as unreported."""
+    web = master(cluster, release)
+    # The run before was stopped: until it is, its figures are the status's, and a new run's would replace them.
+    wait_status(web, lambda s: s["state"] == "stopped", "the run before stopped", timeout=30)
+    web.wait_workers(2, 60)
+    served_before = haproxy_served(cluster, release)  # HAProxy's count goes on across runs; Locust's starts again
+    web.swarm(USERS, USERS)
+    web.wait_users(USERS, 60)  # the new run's users: its statistics started from zero
+    status = wait_status(web, lambda s: spread(s, 2), "20 users over 2 workers")
+    first = {w["id"] for w in status["workers"]}
+    victim = live_pods(cluster, release, WORKERS)[0]
+    [worker] = [p for p in container_processes(victim["metadata"]["uid"]) if "--worker" in p.cmdline()]
+    # Killed once the workers have reported a few times (every 3 s): its rate is known.
+    wait_status(web, lambda s: aggregated(web)["num_requests"] >= 20_000, "requests counted")
+    before = aggregated(web)["num_requests"]
+    worker.kill()
+    # The killed one stays listed as missing for a minute (Locust drops it then): the running ones are counted.
+    wait_status(web, lambda s: spread(dict(s, workers=[w for w in s["workers"] if w["state"] != "missing"]), 2)
+                and len({w["id"] for w in s["workers"] if w["state"] == "running"} - first) == 1,
+                "the restarted worker with users", floor=before)
+    (master_pod,) = live_pods(cluster, release, "app.kubernetes.io/component=locust-master")
+    log = cluster.kubectl("logs", "-n", release, master_pod["metadata"]["name"])
+    [lost] = [line for line in log.splitlines() if "loadtest_faults: worker lost" in line]
+    assert "the master saw it after" in lost
+    unreported = int(re.search(r"about ([0-9,]+) requests it sent after its last report", lost)[1].replace(",", ""))
+
+    web.stop()
+    wait_status(web, lambda s: s["state"] == "stopped", "the run stopped", timeout=30)
+    # The workers' last reports (every 3 s): the count holds still for longer than a report interval.
+    seen = {"count": -1, "since": time.monotonic()}
+
+    def settled() -> bool:
+        count = aggregated(web)["num_requests"]
+        if count != seen["count"]:
+            seen.update(count=count, since=time.monotonic())
+        return time.monotonic() - seen["since"] > 4
+
+    wait_for("the workers' last reports", settled, 30, every=1)
+    total = aggregated(web)["num_requests"]
+    served = haproxy_served(cluster, release) - served_before
+    print(f"with a worker killed mid-run: Locust counted {total} requests, HAProxy {served:.0f}, the master named "
+          f"{unreported} as unreported")
+    assert total > 1000 and unreported > 0
+    assert abs(served - total - unreported) <= 0.005 * total + unreported

@@ -1,9 +1,10 @@
 """An autostarted swarm on the real node, watched as a user watches it: every container started by the kubelet from
 the images built here and ready by its own probes, and `helm test` passes; the in-cluster Prometheus scrapes the
-master, kube-state-metrics and the kubelet's cAdvisor; every dashboard panel has data; and when the run stops,
-Locust's count agrees with the target's own. The tests share one release and run in order. (The used-by line as
-typed, an interactive release, helm install and helm test, is docs/cluster.md's real-node block in the journeys layer;
-worker CPU tuned with `helm upgrade` beside a CPU hog is test_tune's, through `loadtest tune --apply`.)"""
+master, kube-state-metrics and the kubelet's cAdvisor; every dashboard panel has data; the pods send on through a
+restart of containerd and of the kubelet; and when the run stops, Locust's count agrees with the target's own. The
+tests share one release and run in order. (The used-by line as typed, an interactive release, helm install and helm
+test, is docs/cluster.md's real-node block in the journeys layer; worker CPU tuned with `helm upgrade` beside a CPU
+hog is test_tune's, through `loadtest tune --apply`.)"""
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ from conftest import WINDOW, Prometheus, aggregated, haproxy_served, install, ma
 from helpers import wait_for
 
 from loadtest.generate import dashboards, images
+from loadtest.runtime.cluster import pods
 
 # Series no query can have on this machine, and why.
 NGINX_TARGET = ("the NGINX target (the NGINX Ingress Controller) exports these, and it has no image here (its Go "
@@ -107,6 +109,31 @@ def test_dashboard_panel_has_data(swarm, module_namespace, board, panel, expr):
         assert swarm.query(promql) == [], promql
         return
     swarm.wait_for_data(promql, f"{board} / {panel}")
+
+
+def containers(cluster, namespace: str) -> dict[str, tuple[str, int, bool]]:
+    """Each container of the namespace: its container ID, restart count and readiness."""
+    return {f"{pod['metadata']['name']}/{c['name']}": (c.get("containerID"), c["restartCount"], c["ready"])
+            for pod in pods(cluster, namespace) for c in pod["status"].get("containerStatuses", [])}
+
+
+def test_the_pods_send_on_through_a_containerd_and_a_kubelet_restart(cluster, swarm, module_namespace):
+    """containerd, then the kubelet, stopped and started again mid-run (a node's upgrade, a crash of either): the
+    containers run on, none is started again, and the requests keep coming. The next test holds Locust's count of
+    the whole run, restarts and all, to HAProxy's."""
+    web = master(cluster, module_namespace)
+    before = containers(cluster, module_namespace)
+    for component in ("containerd", "kubelet"):
+        counted = aggregated(web)["num_requests"]
+        started = time.monotonic()
+        cluster.node.restart(component)
+        print(f"{component} restarted and serving in {time.monotonic() - started:.1f} s")
+        wait_for(f"requests counted after {component} came back", lambda: aggregated(web)["num_requests"], 30,
+                 every=1, until=lambda count: count > counted + 100)
+    # The same containers, none started again, all ready by their probes (the kubelet probes them afresh).
+    wait_for("every container as it was before", lambda: containers(cluster, module_namespace), 60, every=1,
+             until=lambda now: now == before)
+    assert web.status()["state"] == "running"
 
 
 def test_locust_and_the_target_count_the_same_requests(cluster, swarm, module_namespace):

@@ -186,3 +186,18 @@ def test_in_the_open_model_the_collector_exports_the_offered_rate_slots_and_late
 
 def test_in_the_closed_model_there_is_no_open_model_series(master):
     assert not [key for key in samples(*master) if "arrival" in key[0] or "late_starts" in key[0]]
+
+
+def test_the_master_counts_the_runs_faults_by_kind(master, monkeypatch):
+    loadtest_faults = paths.pod_module("loadtest_faults")
+    environment, reports = master
+    text = generate_latest(loadtest_metrics.build_registry(environment, reports)).decode()
+    assert 'loadtest_faults_total{kind="worker lost"} 0.0' in text  # before any run: every kind, at zero
+    log = loadtest_faults.FaultLog(environment.runner)
+    log.events += [loadtest_faults.Event(0.0, kind, "w", 5) for kind in (
+        loadtest_faults.LOST, loadtest_faults.LOST, loadtest_faults.JOINED, loadtest_faults.SILENT)]
+    monkeypatch.setattr(loadtest_faults, "log", log)
+    text = generate_latest(loadtest_metrics.build_registry(environment, reports)).decode()
+    counted = {s.labels["kind"]: s.value for family in text_string_to_metric_families(text)
+               for s in family.samples if s.name == "loadtest_faults_total"}
+    assert counted == {"worker lost": 2, "worker quit": 0, "target silent": 1}

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Callable
 
 from ... import paths
 from ...generate.images import COREDNS, IMAGES, PAUSE
@@ -161,6 +162,7 @@ class RealNode:
         self.cluster = cluster
         self.dir = cluster.state_dir / "node"
         self.processes = Supervisor(cluster.state_dir, COMPONENTS)
+        self._serving: dict[str, Callable[[], bool]] = {}  # component: whether it serves again after a restart
 
     @property
     def present(self) -> bool:
@@ -206,8 +208,8 @@ class RealNode:
         config = self.dir / "containerd.toml"
         config.write_text(containerd_config(net_d))
         self.processes.spawn("containerd", [tools.find("containerd"), "--config", str(config)])
-        self.processes.wait("containerd to serve", "containerd",
-                            lambda: ctr("version", check=False).returncode == 0, timeout)
+        self._serving["containerd"] = lambda: ctr("version", check=False).returncode == 0
+        self.processes.wait("containerd to serve", "containerd", self._serving["containerd"], timeout)
 
     def import_images(self) -> None:
         """Import every built image containerd does not hold at the same digest (loadtest images build)."""
@@ -229,7 +231,8 @@ class RealNode:
             d.mkdir(parents=True, exist_ok=True)
         (self.dir / "resolv.conf").write_text("# no upstream: names outside the cluster do not resolve\n")
         config = self.dir / "kubelet.yaml"
-        config.write_text(json.dumps(kubelet_config(self.cluster.pki, self.dir, free_port(), free_port()), indent=2))
+        healthz = free_port()
+        config.write_text(json.dumps(kubelet_config(self.cluster.pki, self.dir, free_port(), healthz), indent=2))
         self.processes.spawn("kubelet", [
             str(paths.BIN / "kubelet"), "--config", str(config), "--kubeconfig", str(self.dir / "kubelet.kubeconfig"),
             "--root-dir", str(root), "--hostname-override", NAME, "--node-ip", NODE_IP,
@@ -242,6 +245,7 @@ class RealNode:
             "--housekeeping-interval", HOUSEKEEPING_INTERVAL,
         ])
         self.processes.wait(f"node {NAME} to be Ready", "kubelet", self._node_ready, timeout)
+        self._serving["kubelet"] = lambda: get_ok(f"http://{LOCAL_HOST}:{healthz}/healthz")
 
     def _start_kube_proxy(self, timeout: float) -> None:
         healthz = free_port()
@@ -251,6 +255,14 @@ class RealNode:
         self.processes.spawn("kube-proxy", [str(paths.BIN / "kube-proxy"), "--config", str(config)])
         self.processes.wait("kube-proxy to sync its rules", "kube-proxy",
                             lambda: get_ok(f"http://{LOCAL_HOST}:{healthz}/healthz"), timeout)
+
+    def restart(self, component: str, timeout: float = 60) -> None:
+        """containerd or the kubelet stopped and started again, as a node's upgrade or a crash of either does; the
+        pods' containers run on (their shims outlive containerd, the kubelet finds its pods again)."""
+        if component not in self._serving:
+            raise ClusterError(f"only {' and '.join(self._serving)} restart here, not {component}")
+        self.processes.restart(component, timeout=10)
+        self.processes.wait(f"{component} to serve again", component, self._serving[component], timeout)
 
     def _node_ready(self) -> bool:
         try:

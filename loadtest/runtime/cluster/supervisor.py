@@ -32,6 +32,7 @@ class Supervisor:
         self.logs = state_dir / "logs"
         self.pids = state_dir / "pids"
         self._children: dict[str, subprocess.Popen] = {}
+        self._commands: dict[str, list[str]] = {}  # what this process started each component with
 
     def log(self, component: str) -> Path:
         return self.logs / f"{component}.log"
@@ -62,6 +63,7 @@ class Supervisor:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     cwd=self.state_dir, start_new_session=True)
         self._children[component] = proc
+        self._commands[component] = argv
         (self.pids / f"{component}.pid").write_text(f"{proc.pid}\n")
 
     def stop(self, components: tuple[str, ...], timeout: float) -> None:
@@ -81,6 +83,14 @@ class Supervisor:
             if component in self._children:
                 self._children.pop(component).wait(timeout=timeout)
             (self.pids / f"{component}.pid").unlink(missing_ok=True)
+
+    def restart(self, component: str, timeout: float) -> None:
+        """Stop the component (SIGTERM, as a service manager would) and start it again with the same command; only
+        a component this process started."""
+        if component not in self._commands:
+            raise ClusterError(f"{component} was not started by this process: stop the cluster and start it again")
+        self.stop((component,), timeout)
+        self.spawn(component, self._commands[component])
 
     def wait(self, what: str, component: str, ready: Callable[[], bool], timeout: float) -> None:
         """Poll ready() until it is true; fail early if the component died, late with its log tail."""

@@ -39,6 +39,7 @@ import loadtest_metrics
 FILE_ENV = "LOADTEST_FAULTS_FILE"
 LOST, QUIT, JOINED, BACK = "worker lost", "worker quit", "worker joined", "worker back"
 SILENT = "target silent"
+FAULTS = (LOST, QUIT, SILENT)  # what the master's metrics count (loadtest_faults_total)
 # Events that leave the run with fewer workers than it had: the steady window they fall in is not judged healthy.
 LOSSES = (LOST, QUIT)
 WATCH_S = 0.5  # how often the master's view of its workers is read (Locust marks a worker missing once a second)

@@ -33,6 +33,8 @@ Metrics (counters reset when Locust resets its statistics; Prometheus' rate() ha
   locust_worker_users{worker}                     users running on the worker
   locust_worker_requests_total{worker}            requests the worker made
   locust_worker_cpu_warnings_total{worker}        Locust CPU warnings (a 10 s CPU check above 90 %) of the worker
+  loadtest_faults_total{kind}                     the run's faults as its master saw them (loadtest_faults): kind
+                                                  "worker lost", "worker quit" or "target silent"
 In the open model (LOADTEST_ARRIVAL_RATE), also loadtest_arrival's: the offered rate, each worker's slots and late
 starts, and the service-time percentiles.
 `worker` is Locust's worker id, `<hostname>_<32 hex digits>`; in Kubernetes the hostname is the pod's name.
@@ -338,6 +340,7 @@ class LocustCollector:
 
         if isinstance(runner, MasterRunner):
             yield from self._workers(runner)
+            yield self._faults()
         if loadtest_arrival.totals is not None:
             yield from self._arrival(loadtest_arrival.totals)
 
@@ -361,6 +364,16 @@ class LocustCollector:
             if milliseconds is not None:
                 service.add_metric([f"{quantile:g}"], milliseconds / 1000)
         yield from (slots, late, service)
+
+    @staticmethod
+    def _faults():
+        import loadtest_faults  # here, not at the top: loadtest_faults imports this module
+
+        faults = CounterMetricFamily("loadtest_faults", "The run's faults as its master saw them", labels=["kind"])
+        events = loadtest_faults.log.events if loadtest_faults.log else []
+        for kind in loadtest_faults.FAULTS:
+            faults.add_metric([kind], sum(event.kind == kind for event in events))
+        return faults
 
     def _workers(self, runner):
         nodes = list(runner.clients.values())
