@@ -1,13 +1,16 @@
 """A run changed while it runs, on the real node: a worker added by `helm upgrade` gets users without restarting the
 run; a deleted worker pod is replaced and the run goes on with nothing lost; a deleted target pod shows as counted
-failures, then recovery; a worker killed outright is restarted, and what it took with it is named. The tests share
-one release (interactive mode, HAProxy the target) and run in order.
+failures, then recovery; a worker killed outright is restarted, and what it took with it is named; a worker cut off
+from its master for 10 s stops its users and comes back. The tests share one release (interactive mode, HAProxy the
+target) and run in order.
 
 Monitoring is off here: two workers and HAProxy's whole core fill this 2-CPU node, and the master's web API says
 all these tests read."""
 from __future__ import annotations
 
+import datetime
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from helpers import wait_for
 
 from loadtest import paths
 from loadtest.runtime.cluster import pods
+from loadtest.runtime.locustweb import LocustWeb
 
 USERS = 20
 WORKERS = "app.kubernetes.io/component=locust-worker"
@@ -156,38 +160,29 @@ def container_processes(pod_uid: str) -> list[psutil.Process]:
     return found
 
 
-def test_a_worker_killed_outright_is_lost_restarted_and_what_it_took_named(cluster, release):
-    """SIGKILL, as the kernel's out-of-memory killer or a lost node would: no last report. The master logs the loss,
-    the kubelet restarts the container, the new worker gets users, and HAProxy's count is Locust's plus about the
-    requests the master names as unreported."""
+def running(status: dict) -> dict:
+    """The status without the workers marked missing: Locust lists a lost one for a minute."""
+    return dict(status, workers=[w for w in status["workers"] if w["state"] != "missing"])
+
+
+def new_run(cluster, release) -> tuple[LocustWeb, set[str], float]:
+    """A run of USERS over 2 workers, once the one before stopped (until then its figures are the status's, and the
+    new run's would replace them): the master, its workers' ids, and HAProxy's count before it (HAProxy's goes on
+    across runs; Locust's starts again)."""
     web = master(cluster, release)
-    # The run before was stopped: until it is, its figures are the status's, and a new run's would replace them.
     wait_status(web, lambda s: s["state"] == "stopped", "the run before stopped", timeout=30)
-    web.wait_workers(2, 60)
-    served_before = haproxy_served(cluster, release)  # HAProxy's count goes on across runs; Locust's starts again
+    wait_status(web, lambda s: len(running(s)["workers"]) == 2, "2 workers connected", timeout=60)
+    served_before = haproxy_served(cluster, release)
     web.swarm(USERS, USERS)
     web.wait_users(USERS, 60)  # the new run's users: its statistics started from zero
-    status = wait_status(web, lambda s: spread(s, 2), "20 users over 2 workers")
-    first = {w["id"] for w in status["workers"]}
-    victim = live_pods(cluster, release, WORKERS)[0]
-    [worker] = [p for p in container_processes(victim["metadata"]["uid"]) if "--worker" in p.cmdline()]
-    # Killed once the workers have reported a few times (every 3 s): its rate is known.
-    wait_status(web, lambda s: aggregated(web)["num_requests"] >= 20_000, "requests counted")
-    before = aggregated(web)["num_requests"]
-    worker.kill()
-    # The killed one stays listed as missing for a minute (Locust drops it then): the running ones are counted.
-    wait_status(web, lambda s: spread(dict(s, workers=[w for w in s["workers"] if w["state"] != "missing"]), 2)
-                and len({w["id"] for w in s["workers"] if w["state"] == "running"} - first) == 1,
-                "the restarted worker with users", floor=before)
-    (master_pod,) = live_pods(cluster, release, "app.kubernetes.io/component=locust-master")
-    log = cluster.kubectl("logs", "-n", release, master_pod["metadata"]["name"])
-    [lost] = [line for line in log.splitlines() if "loadtest_faults: worker lost" in line]
-    assert "the master saw it after" in lost
-    unreported = int(re.search(r"about ([0-9,]+) requests it sent after its last report", lost)[1].replace(",", ""))
+    status = wait_status(web, lambda s: spread(running(s), 2), "20 users over 2 workers")
+    return web, {w["id"] for w in running(status)["workers"]}, served_before
 
+
+def stopped_count(web: LocustWeb) -> int:
+    """Stop the run; Locust's count once the workers' last reports (every 3 s) are in: it held still for longer."""
     web.stop()
     wait_status(web, lambda s: s["state"] == "stopped", "the run stopped", timeout=30)
-    # The workers' last reports (every 3 s): the count holds still for longer than a report interval.
     seen = {"count": -1, "since": time.monotonic()}
 
     def settled() -> bool:
@@ -197,9 +192,93 @@ def test_a_worker_killed_outright_is_lost_restarted_and_what_it_took_named(clust
         return time.monotonic() - seen["since"] > 4
 
     wait_for("the workers' last reports", settled, 30, every=1)
-    total = aggregated(web)["num_requests"]
+    return aggregated(web)["num_requests"]
+
+
+def master_log(cluster, release: str) -> str:
+    (master_pod,) = live_pods(cluster, release, "app.kubernetes.io/component=locust-master")
+    return cluster.kubectl("logs", "-n", release, master_pod["metadata"]["name"])
+
+
+def worker_process(victim: dict) -> psutil.Process:
+    [worker] = [p for p in container_processes(victim["metadata"]["uid"]) if "--worker" in p.cmdline()]
+    return worker
+
+
+def test_a_worker_killed_outright_is_lost_restarted_and_what_it_took_named(cluster, release):
+    """SIGKILL, as the kernel's out-of-memory killer or a lost node would: no last report. The master logs the loss,
+    the kubelet restarts the container, the new worker gets users, and HAProxy's count is Locust's plus about the
+    requests the master names as unreported."""
+    web, first, served_before = new_run(cluster, release)
+    worker = worker_process(live_pods(cluster, release, WORKERS)[0])
+    # Killed once the workers have reported a few times (every 3 s): its rate is known.
+    wait_status(web, lambda s: aggregated(web)["num_requests"] >= 20_000, "requests counted")
+    before = aggregated(web)["num_requests"]
+    worker.kill()
+    wait_status(web, lambda s: spread(running(s), 2)
+                and len({w["id"] for w in s["workers"] if w["state"] == "running"} - first) == 1,
+                "the restarted worker with users", floor=before)
+    [lost] = [line for line in master_log(cluster, release).splitlines() if "loadtest_faults: worker lost" in line]
+    assert "the master saw it after" in lost
+    unreported = int(re.search(r"about ([0-9,]+) requests it sent after its last report", lost)[1].replace(",", ""))
+
+    total = stopped_count(web)
     served = haproxy_served(cluster, release) - served_before
     print(f"with a worker killed mid-run: Locust counted {total} requests, HAProxy {served:.0f}, the master named "
           f"{unreported} as unreported")
     assert total > 1000 and unreported > 0
+    # The estimate is the worker's rate over half a heartbeat: it died up to a heartbeat (1 s) after its last one.
     assert abs(served - total - unreported) <= 0.005 * total + unreported
+
+
+CUT_S = 10
+MASTER_PORT = 5557  # the workers' Service (lt-locust-workers)
+# The master gives a cut-off worker's users away after 3 missed heartbeats; the worker stops its own 2 s later.
+DOUBLE_LOAD_S = 2.5
+
+
+def in_the_pods_network(worker: psutil.Process, *iptables: str) -> None:
+    subprocess.run(["nsenter", "-t", str(worker.pid), "-n", "iptables", *iptables], check=True, timeout=30)
+
+
+def last_logged_at(log: str, text: str) -> datetime.datetime:
+    """When the last line of a Locust log with `text` was written (the node's clock, every pod's)."""
+    [line] = [line for line in log.splitlines() if text in line][-1:]
+    return datetime.datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f")
+
+
+def test_a_worker_cut_from_its_master_for_10_s_stops_its_users_and_comes_back(cluster, release):
+    """Its pod's network namespace drops the master's traffic for 10 s, as a partition would: the master marks the
+    worker missing and gives its users to the other, the worker (which still reaches the target) stops its own
+    within seconds, not at the end of the cut; then it comes back, gets users again, and its reports, held in its
+    connection, arrive: Locust's count is HAProxy's, nothing unreported. The master is not restarted."""
+    web, first, served_before = new_run(cluster, release)
+    victim = live_pods(cluster, release, WORKERS)[0]
+    worker = worker_process(victim)
+    rules = (("OUTPUT", "--dport"), ("INPUT", "--sport"))
+    for chain, port in rules:
+        in_the_pods_network(worker, "-I", chain, "-p", "tcp", port, str(MASTER_PORT), "-j", "DROP")
+    try:
+        time.sleep(CUT_S)  # the fault's own length
+    finally:
+        for chain, port in rules:
+            in_the_pods_network(worker, "-D", chain, "-p", "tcp", port, str(MASTER_PORT), "-j", "DROP")
+    wait_for("the master to see the worker back",
+             lambda: "loadtest_faults: worker back" in master_log(cluster, release), 30, every=1)
+    status = wait_status(web, lambda s: spread(running(s), 2), "20 users over the 2 workers again")
+    assert {w["id"] for w in running(status)["workers"]} == first
+    log = master_log(cluster, release)
+    worker_log = cluster.kubectl("logs", "-n", release, victim["metadata"]["name"])
+    given_away = last_logged_at(log, "setting state to missing")  # the kill's is in the same log, before
+    stopped = last_logged_at(worker_log, "no heartbeat from the master")
+    assert datetime.timedelta(0) <= stopped - given_away <= datetime.timedelta(seconds=DOUBLE_LOAD_S), (
+        given_away, stopped)
+
+    total = stopped_count(web)
+    served = haproxy_served(cluster, release) - served_before
+    print(f"with a worker cut off for {CUT_S} s: the worker stopped its users "
+          f"{(stopped - given_away).total_seconds():.1f} s after the master gave them away; Locust counted {total} "
+          f"requests, HAProxy {served:.0f}")
+    assert abs(served - total) <= 0.005 * total
+    (master_pod,) = live_pods(cluster, release, "app.kubernetes.io/component=locust-master")
+    assert all(c["restartCount"] == 0 for c in master_pod["status"]["containerStatuses"])

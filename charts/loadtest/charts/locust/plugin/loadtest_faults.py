@@ -164,13 +164,13 @@ class FaultLog:
                                  unreported=round(rate * max(0.0, heard + HEARTBEAT_INTERVAL / 2 - reported)),
                                  cause=self.out_of_memory(worker)))
             elif before == STATE_MISSING and client.state != STATE_MISSING:
-                self.events.append(Event(now, BACK, worker, 0))
+                self._record(Event(now, BACK, worker, 0))
                 for lost in self.events:  # cut off, not dead: its reports came with it, nothing is unreported
                     if lost.kind == LOST and lost.worker == worker:
                         lost.unreported = 0
                 self.on_back(worker)
             elif before is None and self.looked and self.steady_at is not None:
-                self.events.append(Event(now, JOINED, worker, 0))
+                self._record(Event(now, JOINED, worker, 0))
             if client.state != STATE_MISSING:
                 self.users[worker] = sum(client.user_classes_count.values())
         for worker in set(self.states) - set(clients):
@@ -217,6 +217,10 @@ class FaultLog:
         return (f"out of memory, most likely (OOMKilled): its last report had {used / 2**20:.0f} MiB of its "
                 f"{limit / 2**20:.0f} MiB limit in use; raise the workers' memory (the chart's locust.worker.memory) "
                 "or find what the test keeps")
+
+    def _record(self, event: Event) -> None:
+        self.events.append(event)
+        logger.info("%s", event.describe(self.started))
 
     def _lose(self, event: Event) -> None:
         self.events.append(event)
