@@ -292,38 +292,6 @@ def test_target_killed_mid_run_workers_count_failures_and_carry_on(tmp_path, run
     }
 
 
-def locust_workers() -> list[psutil.Process]:
-    """The Locust worker processes this test session started (children of pytest)."""
-    return [p for p in psutil.Process().children() if "--worker" in p.cmdline()]
-
-
-def test_worker_killed_mid_run_master_reports_it_missing_and_keeps_the_stats(stack, run_locust):
-    server = stack["backend"]
-    base = stub_status(server)[1]
-    killed = {}
-
-    def kill_one_worker_once_serving(_master):
-        wait_for("nginx served 2,000 requests", lambda: stub_status(server)[1] - base > 2000, 20, every=0.2)
-        victim = locust_workers()[0]
-        killed["served"] = stub_status(server)[1] - base
-        victim.send_signal(signal.SIGKILL)
-        victim.wait(timeout=10)
-
-    result = run_locust(locustfile("keepalive_1kb"), "--host", server.http_url, "-u", str(USERS), "-r", str(USERS),
-                        "-t", "12s", workers=2, while_running=kill_one_worker_once_serving, timeout=60)
-    served = stub_status(server)[1] - base  # a bit more than Locust sent: the polls above count too
-    assert result.returncode == 0 and result.exceptions == [], result.log[-3000:]
-    assert re.search(r"Worker \S+ failed to send heartbeat, setting state to missing", result.log), result.log[-3000:]
-    assert result.failed() == 0
-    # The killed worker's reports are kept: what Locust counts is what the backend served, but for the requests of
-    # its last report interval (workers report every 3 s), which died with it.
-    assert result.count() > killed["served"], "the stats gathered before the kill are kept"
-    assert result.count() <= served
-    counts = [int(row["Total Request Count"]) for row in result.history]
-    assert counts == sorted(counts), "the totals never went back"
-    assert counts[-1] > killed["served"] * 1.2, "the other worker carried on"
-
-
 # --- the local mode --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, says", [

@@ -56,7 +56,10 @@ def test_a_master_killed_mid_run_leaves_no_orphan_load_and_its_folder_marked_inc
     assert not result["complete"] and "the master ended before the run did" in result["incomplete"]
     assert result["exit_code"] == checks.RUN_FAILED
     run = judged_run.store / "run-1"
-    assert (run / "stats_stats_history.csv").stat().st_size > 0  # what Locust wrote while it ran
+    # What Locust wrote while it ran (its CSV files every second): the requests until the kill.
+    assert (run / "stats_stats_history.csv").stat().st_size > 0
+    rows = (run / "stats_stats.csv").read_text().splitlines()
+    assert len(rows) >= 2 and int(rows[-1].split(",")[2]) > 0, rows
     listed = subprocess.run([sys.executable, "-m", "loadtest", "history", "--store", str(judged_run.store),
                              "--output", str(tmp_path / "history.html")], capture_output=True, text=True,
                             timeout=60, stdin=subprocess.DEVNULL)
