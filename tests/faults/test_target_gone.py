@@ -30,7 +30,7 @@ KILL_AFTER_STEADY_S = 6
 # with the first report after it went.
 STOPPED_WITHIN_S = 15
 PAUSE_S = 10  # the hung target's pause: longer than the silence's SILENT_S (6 s), short of the requests' timeout
-USERS = 20
+USERS = 10  # a light load (some 500 requests/s): this layer runs beside the chart layer's
 
 
 def test_a_target_gone_mid_run_stops_it_early_and_the_verdict_names_the_target(tmp_path):
@@ -72,7 +72,7 @@ def test_a_target_that_hangs_mid_run_is_named_silent_and_its_count_holds(tmp_pat
             os.killpg(nginx.pid, signal.SIGCONT)
 
     code, stdout, stderr, resumed = run_local_with_a_fault(
-        out, ["--workers", "2", "--users", str(USERS), "--wait", "0.01", "--run-time", "30s"], KILL_AFTER_STEADY_S,
+        out, ["--workers", "1", "--users", str(USERS), "--wait", "0.02", "--run-time", "30s"], KILL_AFTER_STEADY_S,
         pause_the_target, 120)
     assert code == checks.PASSED, stderr
     result = json.loads((out / "result.json").read_text())

@@ -25,7 +25,8 @@ KILL_AFTER_STEADY_S = 8
 # The judged master writes nothing while it runs: its workers are killed once the target counted this many requests
 # with every user running (some 5 s at 20 users a hundredth of a second apart).
 STEADY_REQUESTS = 10_000
-# The leaking test's worker (10 KB kept a request, some 9 MB/s) fills this in some 15 s from its ~50 MiB at start.
+# The leaking test's worker (80 MB kept at once, then 10 KB a request, some 9 MB/s) fills this in some 8 s from
+# its ~50 MiB at start.
 LEAKY_WORKER_LIMIT = 200 << 20
 # Locust marks a worker missing after 3 heartbeats missed (one a second); the master looks twice a second.
 DETECTED_WITHIN_S = 8

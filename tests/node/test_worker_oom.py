@@ -12,7 +12,8 @@ from helpers import wait_for
 from loadtest.runtime.cluster import pods
 
 LEAKY = Path(__file__).parents[1] / "faults" / "leaky_locustfile.py"
-# The leaking test (10 KB kept a request, 10 users 0.01 s apart: some 9 MB/s) fills it in some 15 s.
+# The leaking test (80 MB kept at once, then 10 KB a request, 10 users 0.01 s apart: some 9 MB/s) fills it in
+# some 8 s.
 MEMORY = "200Mi"
 
 
