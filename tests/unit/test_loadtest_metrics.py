@@ -133,7 +133,8 @@ def test_a_workers_cpu_clock_says_the_cores_it_used_since_the_last_reading():
     busy = clock.cores()
     time.sleep(0.3)
     idle = clock.cores()
-    assert busy > 0.3 and idle < 0.2, (busy, idle)
+    # Beside other busy processes (the suite runs layers side by side) the loop gets a share of a core, not all of it.
+    assert busy > 0.15 and idle < 0.1 and busy > 3 * idle, (busy, idle)
 
 
 def test_collector_exports_the_run_the_requests_and_every_worker(master):
