@@ -201,8 +201,7 @@ class FaultLog:
         last = max(at for at, _ in answered)
         if now - last >= SILENT_S and SILENT_S * sum(rate for _, rate in answered) >= SILENT_EXPECTED:
             self.silence = Event(last, SILENT, "", sum(self.users[w] for w in running), detected_s=round(now - last, 1))
-            self.events.append(self.silence)
-            logger.warning("%s", self.silence.describe(self.started, cost=False))
+            self._record(self.silence, logging.WARNING)
 
     def mean_rate(self) -> float:
         """The workers' mean rate at their last reports (requests per second), 0 before any report."""
@@ -218,14 +217,13 @@ class FaultLog:
                 f"{limit / 2**20:.0f} MiB limit in use; raise the workers' memory (the chart's locust.worker.memory) "
                 "or find what the test keeps")
 
-    def _record(self, event: Event) -> None:
+    def _record(self, event: Event, level: int = logging.INFO) -> None:
         self.events.append(event)
-        logger.info("%s", event.describe(self.started))
+        logger.log(level, "%s", event.describe(self.started, cost=False))
 
     def _lose(self, event: Event) -> None:
-        self.events.append(event)
+        self._record(event, logging.WARNING)
         self.open.append(event)
-        logger.warning("%s", event.describe(self.started, cost=False))
 
     def finish_a_stop(self) -> None:
         """Locust's master is stopped once every worker said it stopped; a missing one never will, and the master
@@ -255,19 +253,20 @@ class FaultLog:
         end = end or time.time()
         return [e.describe(self.started) for e in self.events if e.kind in kinds and start <= e.at <= end + seen_s]
 
+    def _lasted(self, kinds: tuple[str, ...]) -> float:
+        """Seconds the events of `kinds` lasted, until now for one not over."""
+        return round(sum((e.restored_s if e.restored_s is not None else max(0.0, time.time() - e.at))
+                         for e in self.events if e.kind in kinds), 1)
+
     def to_json(self) -> dict:
         """result.json's "faults": the events, and the requests the workers sent by their own count."""
         return {"events": [{**asdict(e), "description": e.describe(self.started)} for e in self.events],
                 "workers_lost": sum(e.kind == LOST for e in self.events),
                 "workers_quit": sum(e.kind == QUIT for e in self.events),
-                "seconds_with_fewer_workers": round(sum(
-                    (e.restored_s if e.restored_s is not None else max(0.0, time.time() - e.at))
-                    for e in self.events if e.kind in LOSSES), 1),
+                "seconds_with_fewer_workers": self._lasted(LOSSES),
                 "requests_sent": sum(self.sent.values()) + sum(self.carried.values()),
                 "requests_unreported": sum(e.unreported for e in self.events),
-                "seconds_target_silent": round(sum(
-                    (e.restored_s if e.restored_s is not None else max(0.0, time.time() - e.at))
-                    for e in self.events if e.kind == SILENT), 1),
+                "seconds_target_silent": self._lasted((SILENT,)),
                 "report_interval_s": WORKER_REPORT_INTERVAL, "stopped_early": self.stopped_early}
 
 

@@ -348,13 +348,14 @@ def series_csv(columns: dict[str, dict[float, float]], start: float, end: float,
     columns = {name: {round(t, 3): v for t, v in values.items()} for name, values in columns.items()}
     if not any(columns.values()):
         return ",".join(SERIES_COLUMNS) + "\n"
-    steps = range(int((end - round(start, 3)) // scrape_interval_s) + 1)
-    times = sorted({round(round(start, 3) + k * scrape_interval_s, 3) for k in steps}
+    first = round(start, 3)  # Prometheus' steps: from the start it was given, to the millisecond
+    steps = range(int((end - first) // scrape_interval_s) + 1)
+    times = sorted({round(first + k * scrape_interval_s, 3) for k in steps}
                    | {t for column in columns.values() for t in column})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(SERIES_COLUMNS)
-    seen_steady, last_scrape = False, round(start, 3)
+    seen_steady, last_scrape = False, first
     judged = bool(columns.get("scraped"))  # a Prometheus that cannot say when it scraped marks nothing
     for t in times:
         running, spawning = columns.get("running", {}).get(t), columns.get("spawning", {}).get(t)
