@@ -41,6 +41,20 @@ def wait_for(what: str, probe: Callable[[], T], timeout: float, *, every: float 
         time.sleep(every)
 
 
+def wait_until_flat(what: str, count: Callable[[], float], timeout: float) -> float:
+    """Until count() stops rising (the same over two reads a second apart); returns when it last rose (monotonic)."""
+    last = {"value": count(), "at": time.monotonic()}
+
+    def rising() -> bool:
+        value = count()
+        flat = value == last["value"]
+        last.update(value=value, at=last["at"] if flat else time.monotonic())
+        return not flat or time.monotonic() - last["at"] < 1.0
+
+    wait_for(what, rising, timeout, every=0.5, until=lambda still: not still)
+    return last["at"]
+
+
 def wait_for_line(proc, text: str, timeout: float) -> str:
     """Read proc's standard output (a pipe, not read before) until a line holds `text`, and return that line; fail
     after `timeout` seconds, or when the output ends first. It reads the pipe itself, so no line waits unseen in a

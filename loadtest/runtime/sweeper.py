@@ -74,17 +74,23 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     requests_now, failures_now = f"sum(locust_requests_total{{{sel}}})", f"sum(locust_request_failures_total{{{sel}}})"
     scraped = f"max(timestamp(locust_requests_total{{{sel}}}))"
 
-    def counters(at: float) -> tuple[float, float, float]:
+    def counters(at: float) -> tuple[float, float, float] | None:
         stamp, requests = prometheus.scalar(scraped, at), prometheus.scalar(requests_now, at)
         if stamp is None or requests is None:
-            raise SweepFailed(f"Prometheus has no locust_requests_total of release {release!r}: is it scraping the "
-                              "Locust master (monitoring.enabled) and is the release name right?")
+            return None
         return stamp, requests, prometheus.scalar(failures_now, at) or 0.0
 
-    t_end, requests_end, failures_end = counters(end)
+    if not (at_end := counters(end)):
+        raise SweepFailed(f"Prometheus has no locust_requests_total of release {release!r}: is it scraping the "
+                          "Locust master (monitoring.enabled) and is the release name right?")
+    t_end, requests_end, failures_end = at_end
     # The scrape hold_s before: half an interval later than its nominal time, past its jitter.
     start_at = t_end - hold_s + scrape_s / 2
-    t_start, requests_start, failures_start = counters(start_at)
+    if not (at_start := counters(start_at)):
+        raise SweepFailed(f"Prometheus has no scrape of the master of release {release!r} from the window's start, "
+                          f"{hold_s} s before its last: it missed it (down or restarting) or lost it (killed before it "
+                          "wrote it out); series.csv leaves such steps' figures empty")
+    t_start, requests_start, failures_start = at_start
     if requests_end < requests_start or t_end - t_start < hold_s / 2:
         raise SweepFailed("Locust's request counters went back during the step (its statistics were reset): "
                           "measure again")

@@ -15,7 +15,7 @@ import time
 
 import psutil
 import pytest
-from helpers import wait_for
+from helpers import wait_until_flat
 
 from loadtest.judging import checks, verdict
 from loadtest.runtime.processes import LOCAL_HOST
@@ -26,20 +26,6 @@ CUT_S = 10
 # The master gives the cut worker's users to the other after ~4 s without its heartbeat, the worker stops its own
 # after 5 s without the master's: a second or two of double load, not the rest of the cut.
 DOUBLE_LOAD_S = 2.5
-
-
-def wait_until_flat(what: str, count, timeout: float) -> float:
-    """Until `count()` stops rising (the same over two reads a second apart); returns when it did (monotonic)."""
-    last = {"value": count(), "at": time.monotonic()}
-
-    def rising() -> bool:
-        value = count()
-        flat = value == last["value"]
-        last.update(value=value, at=last["at"] if flat else time.monotonic())
-        return not flat or time.monotonic() - last["at"] < 1.0
-
-    wait_for(what, rising, timeout, every=0.5, until=lambda still: not still)
-    return last["at"]
 
 
 def test_a_master_killed_mid_run_leaves_no_orphan_load_and_its_folder_marked_incomplete(judged_run, tmp_path):

@@ -7,9 +7,15 @@ developer's `loadtest cluster up --real-node` must be down first (the bridge is 
 from __future__ import annotations
 
 import base64
+import json
+import os
+import subprocess
+import sys
 import time
 import urllib.request
+from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 from helpers import wait_for
@@ -125,6 +131,63 @@ def haproxy_served(cluster: Cluster, namespace: str) -> float:
         lines = response.read().decode().splitlines()
     return sum(float(line.rsplit(" ", 1)[1]) for line in lines
                if line.startswith('haproxy_backend_http_requests_total{proxy="be_http_'))
+
+
+def container_processes(pod_uid: str, argument: str) -> list[psutil.Process]:
+    """The processes of a pod's containers on this machine (the real node) with an argument that starts with
+    `argument` (`--worker`, `--config.file`): those in its cgroup, named by its uid (`pod<uid>` under cgroupfs,
+    `pod<uid with underscores>` under systemd). One that ends while looked at is left out."""
+    names = (f"pod{pod_uid}", f"pod{pod_uid.replace('-', '_')}")
+    found = []
+    for process in psutil.process_iter():
+        try:
+            in_the_pod = any(name in Path(f"/proc/{process.pid}/cgroup").read_text() for name in names)
+            if in_the_pod and any(arg.startswith(argument) for arg in process.cmdline()):
+                found.append(process)
+        except (OSError, psutil.Error):
+            continue
+    return found
+
+
+def claim_folder(cluster: Cluster, namespace: str, folder: Path, release: str = "lt") -> str:
+    """The PersistentVolume of the release's results claim (`locust.results.pvc`), a folder of this machine (the
+    node's disk, owned by the pods' user): the real node has no volume provisioner. Returns its storage class, for
+    `--set locust.results.pvc.storageClass=`; the volume outlives the namespace, so the caller deletes it (by that
+    name)."""
+    folder.mkdir()
+    os.chown(folder, 1000, 1000)  # the pods' user (fsGroup does not apply to a hostPath volume)
+    volume = f"{namespace}-results"
+    cluster.apply([{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
+                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                             "persistentVolumeReclaimPolicy": "Retain", "storageClassName": volume,
+                             "hostPath": {"path": str(folder), "type": "Directory"},
+                             "claimRef": {"namespace": namespace, "name": f"{release}-locust-results"}}}])
+    return volume
+
+
+def master_jobs(cluster: Cluster, namespace: str, release: str = "lt") -> list[dict]:
+    """The release's master Jobs (`locust.mode: run`), the oldest first: `<release>-locust-master`, or one a
+    scheduled run, `<release>-locust-master-<minute>`."""
+    jobs = json.loads(cluster.kubectl("get", "jobs", "-n", namespace, "-o", "json"))["items"]
+    return sorted((j for j in jobs if j["metadata"]["name"].startswith(f"{release}-locust-master")),
+                  key=lambda j: j["metadata"]["creationTimestamp"])
+
+
+def finished(job: dict) -> str | None:
+    """"Complete" or "Failed" once the Job ended, else None."""
+    for condition in job.get("status", {}).get("conditions", []):
+        if condition["type"] in ("Complete", "Failed") and condition["status"] == "True":
+            return condition["type"]
+    return None
+
+
+def loadtest_history(cluster: Cluster, namespace: str, cwd, *args: str, release: str = "lt") -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "-m", "loadtest", "history", "--release", release, "--namespace", namespace,
+         "--kubeconfig", str(cluster.kubeconfig), *args], capture_output=True, text=True, timeout=300, cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(paths.HOME)}, stdin=subprocess.DEVNULL)
+    print(result.stdout, result.stderr)
+    return result
 
 
 class Prometheus(prom.Prometheus):

@@ -1,8 +1,8 @@
 """A run changed while it runs, on the real node: a worker added by `helm upgrade` gets users without restarting the
-run; a deleted worker pod is replaced and the run goes on with nothing lost; a deleted target pod shows as counted
-failures, then recovery; a worker killed outright is restarted, and what it took with it is named; a worker cut off
-from its master for 10 s stops its users and comes back. The tests share one release (interactive mode, HAProxy the
-target) and run in order.
+run; a deleted worker pod is replaced and the run goes on with nothing lost; a deleted target pod, and the backend
+scaled to 0, show as counted failures, then recovery; a worker killed outright is restarted, and what it took with it
+is named; a worker cut off from its master for 10 s stops its users and comes back. The tests share one release
+(interactive mode, HAProxy the target) and run in order.
 
 Monitoring is off here: two workers and HAProxy's whole core fill this 2-CPU node, and the master's web API says
 all these tests read."""
@@ -12,11 +12,10 @@ import datetime
 import re
 import subprocess
 import time
-from pathlib import Path
 
 import psutil
 import pytest
-from conftest import aggregated, haproxy_served, install, master, wait_ready
+from conftest import aggregated, container_processes, haproxy_served, install, master, wait_ready
 from helpers import wait_for
 
 from loadtest import paths
@@ -127,7 +126,33 @@ def test_a_deleted_target_shows_as_failures_then_recovers(cluster, release):
         cluster.kubectl("uncordon", node)
     wait_ready(cluster, release)
 
-    # Recovery: a stretch of 10 s with requests served and no new failure, counted from the last failure seen.
+    end, served, stretch = recovered(web)
+    print(f"target deleted mid-run: {end['num_failures']} failures counted of {end['num_requests']} requests, "
+          f"then {served} requests in {stretch:.0f} s without one")
+    web.stop()
+
+
+def test_the_backend_scaled_to_0_shows_as_failures_then_recovers(cluster, release):
+    """HAProxy, whose backend has no pod, answers 503; scaled back, it serves."""
+    web, _, _ = new_run(cluster, release)
+    before = aggregated(web)
+    backend = ("deployment", "-n", release, "-l", "app.kubernetes.io/component=backend")
+    cluster.kubectl("scale", *backend, "--replicas=0")
+    try:
+        wait_status(web, lambda s: aggregated(web)["num_failures"] > before["num_failures"],
+                    "failures while the backend has no pod", timeout=60)
+    finally:
+        cluster.kubectl("scale", *backend, "--replicas=1")
+    wait_ready(cluster, release)
+    end, served, stretch = recovered(web)
+    print(f"backend scaled to 0 mid-run: {end['num_failures'] - before['num_failures']} failures counted, then "
+          f"{served} requests in {stretch:.0f} s without one")
+    web.stop()
+
+
+def recovered(web: LocustWeb) -> tuple[dict, int, float]:
+    """Until a stretch of 10 s with requests served and no new failure, counted from the last failure seen: the
+    master's Aggregated row then, the requests and the seconds of that stretch."""
     last_failure = {"counts": aggregated(web), "at": time.monotonic()}
 
     def since_the_last_failure() -> dict:
@@ -137,27 +162,9 @@ def test_a_deleted_target_shows_as_failures_then_recovers(cluster, release):
         return {"served": end["num_requests"] - last_failure["counts"]["num_requests"],
                 "seconds": time.monotonic() - last_failure["at"], "end": end}
 
-    recovered = wait_for("recovery: 10 s of requests served without a failure", since_the_last_failure, 120,
-                         every=1, until=lambda seen: seen["seconds"] >= 10 and seen["served"] > 100)
-    end, served, stretch = recovered["end"], recovered["served"], recovered["seconds"]
-    print(f"target deleted mid-run: {end['num_failures']} failures counted of {end['num_requests']} requests, "
-          f"then {served} requests in {stretch:.0f} s without one")
-    web.stop()
-
-
-def container_processes(pod_uid: str) -> list[psutil.Process]:
-    """The processes of a pod's containers on this machine (the real node): those in its cgroup, named by its uid
-    (`pod<uid>` under cgroupfs, `pod<uid with underscores>` under systemd)."""
-    names = (f"pod{pod_uid}", f"pod{pod_uid.replace('-', '_')}")
-    found = []
-    for process in psutil.process_iter():
-        try:
-            cgroups = Path(f"/proc/{process.pid}/cgroup").read_text()
-        except OSError:
-            continue
-        if any(name in cgroups for name in names):
-            found.append(process)
-    return found
+    seen = wait_for("recovery: 10 s of requests served without a failure", since_the_last_failure, 120,
+                    every=1, until=lambda seen: seen["seconds"] >= 10 and seen["served"] > 100)
+    return seen["end"], seen["served"], seen["seconds"]
 
 
 def running(status: dict) -> dict:
@@ -201,7 +208,7 @@ def master_log(cluster, release: str) -> str:
 
 
 def worker_process(victim: dict) -> psutil.Process:
-    [worker] = [p for p in container_processes(victim["metadata"]["uid"]) if "--worker" in p.cmdline()]
+    [worker] = container_processes(victim["metadata"]["uid"], "--worker")
     return worker
 
 

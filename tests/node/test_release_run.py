@@ -22,10 +22,11 @@ import sys
 import psutil
 import pytest
 from browser import assert_refused_without_the_password, chromium, swarm_through_the_ui
-from conftest import install, master, wait_ready
-from helpers import wait_for_line
+from conftest import container_processes, install, master, wait_ready
+from helpers import wait_for, wait_for_line
 from interrupt import sigint_restored
 
+from loadtest.runtime.cluster import pods
 from loadtest.runtime.locustweb import LocustWeb
 from loadtest.runtime.release import Release
 
@@ -99,6 +100,45 @@ def test_a_judged_run_collects_locust_files_and_the_release_series(cluster, rele
     # The swarm was stopped, and the command's port-forwards are gone with it.
     assert master(cluster, release).status()["state"] == "stopped"
     assert port_forwards(cluster.kubeconfig) == []
+
+
+def prometheus_process(cluster, namespace: str) -> psutil.Process | None:
+    """The release's Prometheus server process on this machine (the real node), None while its container is down."""
+    [pod] = pods(cluster, namespace, "app.kubernetes.io/component=prometheus")
+    found = container_processes(pod["metadata"]["uid"], "--config.file")
+    return found[0] if found else None
+
+
+def test_a_judged_run_goes_on_through_prometheus_restarts_and_its_series_marks_the_gap(cluster, release, tmp_path):
+    """Prometheus' process SIGKILLed twice once the swarm runs, as a crash-looping one: the kubelet starts its
+    container again at once the first time, then after its 10 s back-off, on the same volume. The run completes with
+    Locust's figures whole, and series.csv marks the steps Prometheus missed (scrape_gap_s) beside those it scraped
+    after."""
+    out = tmp_path / "run"
+    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "40s")
+    wait_for_line(proc, "RPS", 120)
+    first = prometheus_process(cluster, release)
+    first.kill()
+    again = wait_for("Prometheus started again", lambda: prometheus_process(cluster, release), 30, every=0.5,
+                     until=lambda p: p is not None and p.pid != first.pid)
+    again.kill()
+    output, _ = proc.communicate(timeout=300)
+    print(output)
+    [pod] = pods(cluster, release, "app.kubernetes.io/component=prometheus")
+    assert pod["status"]["containerStatuses"][0]["restartCount"] >= 2, "Prometheus was not restarted twice"
+    result = json.loads((out / "result.json").read_text())
+    assert proc.returncode in (0, 3), output
+    assert result["complete"] and result["figures"]["Aggregated"]["requests"] > 100, result
+    rows = list(csv.DictReader((out / "series.csv").open()))
+    print("\n".join(f"{r['time']} {r['phase']:8} rps {r['rps']:>9} gap {r['scrape_gap_s']}" for r in rows))
+    gaps = [i for i, r in enumerate(rows) if r["scrape_gap_s"]]
+    assert gaps, "the back-off's missed scrapes are not marked"
+    assert all(not rows[i]["rps"] for i in gaps), "a gap's figures are Prometheus' carried-over ones"
+    assert any(r["rps"] and float(r["rps"]) > 10 for r in rows[gaps[-1] + 1:]), "no figures after the restart"
+    # The verdict is Prometheus': one that lost the window's start says so, not that it scrapes nothing.
+    assert result["verdict"] or "it missed it (down or restarting) or lost it" in output, output
+    print(f"Prometheus restarted twice mid-run: {len(gaps)} of {len(rows)} steps marked; verdict "
+          f"{(result['verdict'] or {}).get('kind')}; {result['meaning']}")
 
 
 def test_an_interrupted_run_stops_the_swarm_and_keeps_what_it_collected(cluster, release, tmp_path):

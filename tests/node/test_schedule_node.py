@@ -15,34 +15,16 @@ which has no `for:`, fires within a scrape or two of the failed Job.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-from conftest import Prometheus, install, master
+from conftest import Prometheus, claim_folder, finished, install, loadtest_history, master, master_jobs
 from helpers import wait_for
 
 from loadtest import paths
 from loadtest.errors import RunFailed
 
 RELEASE = "lt"
-CLAIM = f"{RELEASE}-locust-results"
 RUN_S = 20
 RUN_TIMEOUT_S = 300  # a run: its minute to come, 20 s of load, its master's 15 s after, and its Job's end
-
-
-def master_jobs(cluster, namespace: str) -> list[dict]:
-    jobs = json.loads(cluster.kubectl("get", "jobs", "-n", namespace, "-o", "json"))["items"]
-    return sorted((j for j in jobs if j["metadata"]["name"].startswith(f"{RELEASE}-locust-master-")),
-                  key=lambda j: j["metadata"]["creationTimestamp"])
-
-
-def finished(job: dict) -> str | None:
-    """"Complete" or "Failed" once the Job ended, else None."""
-    for condition in job.get("status", {}).get("conditions", []):
-        if condition["type"] in ("Complete", "Failed") and condition["status"] == "True":
-            return condition["type"]
-    return None
 
 
 def running(cluster, namespace: str, job: str) -> bool:
@@ -60,25 +42,9 @@ def load_over(cluster, namespace: str) -> bool:
         return False  # no master pod with an address yet, or its web UI not up yet
 
 
-def loadtest_history(cluster, namespace: str, cwd, *args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "loadtest", "history", "--release", RELEASE, "--namespace", namespace,
-         "--kubeconfig", str(cluster.kubeconfig), *args], capture_output=True, text=True, timeout=300, cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(paths.HOME)}, stdin=subprocess.DEVNULL)
-    print(result.stdout, result.stderr)
-    return result
-
-
 def test_a_schedule_runs_twice_keeps_both_on_the_claim_and_flags_the_regression(cluster, namespace, helm, tmp_path):
     store = tmp_path / "claim"
-    store.mkdir()
-    os.chown(store, 1000, 1000)  # the pods' user (fsGroup does not apply to a hostPath volume)
-    volume = f"{namespace}-results"
-    cluster.apply([{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
-                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                             "persistentVolumeReclaimPolicy": "Retain", "storageClassName": volume,
-                             "hostPath": {"path": str(store), "type": "Directory"},
-                             "claimRef": {"namespace": namespace, "name": CLAIM}}}])
+    volume = claim_folder(cluster, namespace, store, RELEASE)
     installed = False
     try:
         install(helm, namespace, "--set", "locust.mode=run", "--set", f"locust.autostart.runTime={RUN_S}s",
