@@ -7,6 +7,7 @@ pinned, a file `baseline` naming the baseline run's folder. A run compared with 
 """
 from __future__ import annotations
 
+import csv
 import datetime
 import html
 import json
@@ -19,6 +20,9 @@ from . import checks, compare, runresult, sweepreport
 from .runresult import RESULT, SUMMARY
 
 BASELINE = runresult.files.BASELINE  # the file the chart's master reads its baseline from too
+# Locust's statistics so far (--csv PREFIX writes PREFIX_stats.csv): the chart's judged master and `loadtest run`
+# use the prefix `stats`.
+LOCUST_STATS = "stats_stats.csv"
 PAGE = "history.html"
 
 
@@ -57,10 +61,25 @@ class Run:
         return None
 
 
+def _so_far(folder: Path) -> dict:
+    """The figures of a run cut off before it wrote its own (its master killed): the Aggregated row of Locust's
+    statistics file, which Locust rewrites every second while it runs, as figures of result.json; {} without one."""
+    try:
+        with (folder / LOCUST_STATS).open(newline="") as f:
+            row = next((r for r in csv.DictReader(f) if r.get("Name") == checks.AGGREGATED), None)
+        if row is None:
+            return {}
+        requests = int(row["Request Count"])
+        return {"rps": float(row["Requests/s"]), "percentiles_ms": {"0.95": float(row["95%"])},
+                "fail_ratio": int(row["Failure Count"]) / requests if requests else None}
+    except (OSError, ValueError, KeyError, TypeError):  # "N/A" before the first request
+        return {}
+
+
 def _run(folder: Path) -> Run | None:
     try:
         data = json.loads((folder / RESULT).read_text())
-        figures = data["figures"].get(checks.AGGREGATED, {})
+        figures = data["figures"].get(checks.AGGREGATED) or ({} if data.get("complete") else _so_far(folder))
         outcomes = data.get("checks", [])
         return Run(folder.name, float(data["started"]), data["conditions"].get("scenario", ""),
                    data["conditions"].get("target", ""), figures.get("rps"),

@@ -6,7 +6,7 @@ import helpers
 import pytest
 
 from loadtest.errors import UsageError
-from loadtest.judging import history, verdict
+from loadtest.judging import history, runresult, verdict
 
 
 def write_run(store, name: str, started: float, rps: float, p95: float, kind: str = verdict.HEALTHY,
@@ -82,3 +82,26 @@ def test_a_claims_tar_unpacks_its_runs_and_names_each(tmp_path):
     copy.mkdir()
     assert stores.extract(archive.getvalue(), copy) == ["lt-locust-master-1", "lt-locust-master-2"]
     assert (copy / "lt-locust-master-2" / "result.json").is_file() and (copy / "baseline").is_file()
+
+
+def test_a_run_cut_off_before_its_figures_shows_locusts_statistics_so_far(tmp_path):
+    """A judged master killed mid-run leaves the result.json it wrote at its start (no figures) beside the statistics
+    file Locust rewrote every second: the history shows those, marked incomplete."""
+    folder = tmp_path / "killed"
+    runresult.write(runresult.RunReport({"scenario": "keepalive_1kb", "target": "haproxy"}, 1000.0, 1000.0,
+                                        incomplete="the master ended before the run did"), folder)
+    header = "Type,Name,Request Count,Failure Count,Median Response Time,Requests/s,Failures/s,50%,95%,99%"
+    (folder / history.LOCUST_STATS).write_text(f"{header}\nGET,/1kb,5000,50,2,980.5,9.8,2,7,12\n"
+                                              f",Aggregated,5000,50,2,980.5,9.8,2,7,12\n")
+    [run] = history.runs(tmp_path)
+    assert not run.complete and (run.rps, run.p95_ms, run.fail_ratio) == (980.5, 7.0, 0.01)
+    assert "(incomplete)" in history.table([run], None)[1]
+
+
+def test_a_run_cut_off_before_its_first_request_shows_no_figures(tmp_path):
+    folder = tmp_path / "early"
+    runresult.write(runresult.RunReport({}, 1000.0, 1000.0, incomplete="interrupted"), folder)
+    (folder / history.LOCUST_STATS).write_text("Type,Name,Request Count,Failure Count,Requests/s,95%\n"
+                                              ",Aggregated,0,0,0,N/A\n")
+    [run] = history.runs(tmp_path)
+    assert run.rps is None and run.p95_ms is None
