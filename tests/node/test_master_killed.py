@@ -15,6 +15,7 @@ from conftest import (aggregated, claim_folder, container_processes, finished, h
                       loadtest_history, master, master_jobs)
 from helpers import wait_for, wait_until_flat
 
+from loadtest.errors import RunFailed
 from loadtest.judging import checks
 
 MASTER_LOST_S = 5  # plugin/loadtest_faults.py's MASTER_LOST_S
@@ -31,7 +32,7 @@ def counted(cluster, namespace: str) -> int:
     """Locust's count so far (0 until the master's web API answers with the workers' first reports)."""
     try:
         return aggregated(master(cluster, namespace))["num_requests"]
-    except (AssertionError, OSError, StopIteration):
+    except (AssertionError, OSError, StopIteration, RunFailed):  # RunFailed: ClusterError, LocustWebError
         return 0
 
 

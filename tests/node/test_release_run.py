@@ -115,7 +115,7 @@ def test_a_judged_run_goes_on_through_prometheus_restarts_and_its_series_marks_t
     Locust's figures whole, and series.csv marks the steps Prometheus missed (scrape_gap_s) beside those it scraped
     after."""
     out = tmp_path / "run"
-    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "40s")
+    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "30s")
     wait_for_line(proc, "RPS", 120)
     first = prometheus_process(cluster, release)
     first.kill()
