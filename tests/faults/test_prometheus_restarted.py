@@ -57,8 +57,9 @@ def test_a_prometheus_restarted_mid_run_leaves_the_run_whole_and_its_series_mark
           f"since the last scrape; nginx {served:,}, workers {sent:,}")
     # Every step from two intervals (a late scrape) after the kill until the restarted Prometheus scraped again is
     # marked, nothing carried over into it: one stretch of lines. (Killed outright, Prometheus also lost the samples
-    # it had not yet written out: here, with few series, some or all of them; those steps are marked too.) It scrapes within
-    # SCRAPE_RESUMED_S of being ready (its service discovery's first update); after that, the figures are there.
+    # it had not yet written out: here, with few series, some or all of them; those steps are marked too.) It
+    # scrapes within SCRAPE_RESUMED_S of being ready (its service discovery's first update); then the figures are
+    # there.
     late_s = (runresult.files.GAP_SCRAPES + 1) * sweep_local.SCRAPE_S
     down = [r for r in rows if killed + late_s < float(r["time"]) < ready]
     assert len(down) >= DOWN_S - late_s and all(r["scrape_gap_s"] for r in down), rows

@@ -165,6 +165,10 @@ def claim_folder(cluster: Cluster, namespace: str, folder: Path, release: str = 
     return volume
 
 
+def job_pods(cluster: Cluster, namespace: str, job: str) -> list[dict]:
+    return pods(cluster, namespace, f"batch.kubernetes.io/job-name={job}")
+
+
 def master_jobs(cluster: Cluster, namespace: str, release: str = "lt") -> list[dict]:
     """The release's master Jobs (`locust.mode: run`), the oldest first: `<release>-locust-master`, or one a
     scheduled run, `<release>-locust-master-<minute>`."""
@@ -181,7 +185,8 @@ def finished(job: dict) -> str | None:
     return None
 
 
-def loadtest_history(cluster: Cluster, namespace: str, cwd, *args: str, release: str = "lt") -> subprocess.CompletedProcess:
+def loadtest_history(cluster: Cluster, namespace: str, cwd, *args: str,
+                     release: str = "lt") -> subprocess.CompletedProcess:
     result = subprocess.run(
         [sys.executable, "-m", "loadtest", "history", "--release", release, "--namespace", namespace,
          "--kubeconfig", str(cluster.kubeconfig), *args], capture_output=True, text=True, timeout=300, cwd=cwd,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 
-from conftest import (aggregated, claim_folder, container_processes, finished, haproxy_served, install,
+from conftest import (aggregated, claim_folder, container_processes, finished, haproxy_served, install, job_pods,
                       loadtest_history, master, master_jobs)
 from helpers import wait_for, wait_until_flat
 
@@ -21,11 +21,6 @@ from loadtest.judging import checks
 MASTER_LOST_S = 5  # plugin/loadtest_faults.py's MASTER_LOST_S
 CRASHED = "the master ended before the run did"  # plugin/loadtest_judge.py's CRASHED
 STEADY_REQUESTS = 5_000
-
-
-def master_pods(cluster, namespace: str, job: str) -> list[dict]:
-    return json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-l", f"batch.kubernetes.io/job-name={job}",
-                                      "-o", "json"))["items"]
 
 
 def counted(cluster, namespace: str) -> int:
@@ -50,7 +45,7 @@ def test_a_judged_runs_master_killed_leaves_no_orphan_load_no_second_run_and_its
         name = job["metadata"]["name"]
         wait_for(f"{STEADY_REQUESTS:,} requests counted", lambda: counted(cluster, namespace), 240, every=2,
                  until=lambda n: n >= STEADY_REQUESTS)
-        [pod] = master_pods(cluster, namespace, name)
+        [pod] = job_pods(cluster, namespace, name)
         [process] = container_processes(pod["metadata"]["uid"], "--master")
         process.kill()
         killed = time.monotonic()
@@ -67,7 +62,7 @@ def test_a_judged_runs_master_killed_leaves_no_orphan_load_no_second_run_and_its
         ended = wait_for("the master's Job to fail", lambda: finished(master_jobs(cluster, namespace)[0]), 60,
                          every=1)
         assert ended == "Failed"
-        assert len(master_pods(cluster, namespace, name)) == 1, "the Job started the run again"
+        assert len(job_pods(cluster, namespace, name)) == 1, "the Job started the run again"
 
         run = next(store.iterdir())
         result = json.loads((run / "result.json").read_text())

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import Prometheus, claim_folder, finished, install, loadtest_history, master, master_jobs
+from conftest import (Prometheus, claim_folder, finished, install, job_pods, loadtest_history, master,
+                      master_jobs)
 from helpers import wait_for
 
 from loadtest import paths
@@ -39,9 +40,8 @@ def run_now(cluster, namespace: str, number: int) -> str:
 
 
 def running(cluster, namespace: str, job: str) -> bool:
-    pods = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-l", f"batch.kubernetes.io/job-name={job}",
-                                      "-o", "json"))["items"]
-    return bool(pods) and all(p["status"].get("phase") == "Running" for p in pods)
+    found = job_pods(cluster, namespace, job)
+    return bool(found) and all(p["status"].get("phase") == "Running" for p in found)
 
 
 def load_over(cluster, namespace: str) -> bool:
@@ -53,7 +53,8 @@ def load_over(cluster, namespace: str) -> bool:
         return False  # no master pod with an address yet, or its web UI not up yet
 
 
-def test_a_schedules_runs_keep_both_on_the_claim_and_the_second_is_flagged_a_regression(cluster, namespace, helm, tmp_path):
+def test_a_schedules_runs_keep_both_on_the_claim_and_the_second_is_flagged_a_regression(cluster, namespace, helm,
+                                                                                       tmp_path):
     store = tmp_path / "claim"
     volume = claim_folder(cluster, namespace, store, RELEASE)
     installed = False
