@@ -115,7 +115,9 @@ def test_a_judged_run_goes_on_through_prometheus_restarts_and_its_series_marks_t
     Locust's figures whole, and series.csv marks the steps Prometheus missed (scrape_gap_s) beside those it scraped
     after."""
     out = tmp_path / "run"
-    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "30s")
+    # 40 s: the second start comes after the 10 s back-off, and its first scrapes must still fall inside the run
+    # (at 30 s they once did not).
+    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "40s")
     wait_for_line(proc, "RPS", 120)
     first = prometheus_process(cluster, release)
     first.kill()
