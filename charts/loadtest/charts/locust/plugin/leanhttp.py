@@ -27,12 +27,16 @@ import time
 from urllib.parse import urlsplit
 
 import gevent
-from gevent import select, socket, ssl
+from gevent import monkey, socket, ssl
 from locust import User
 
 # A server silently drops idle keep-alive connections after its timeout (nginx 75 s, HAProxy often seconds). Reusing
 # one would fail a request the server never saw, so a connection idle longer than this is checked before reuse.
 IDLE_CHECK_S = 1.0
+# poll(), not select(): select refuses descriptors from 1024 on, and a worker with thousands of users has them. The
+# original (unpatched) poll: with a zero timeout it never blocks, so it needs no event loop.
+_poll = monkey.get_original("select", "poll")
+_POLLIN = monkey.get_original("select", "POLLIN")
 MAX_HEAD_BYTES = 64 * 1024  # a bigger response head (or chunk-size line) is garbage, not a response
 RECV_BYTES = 256 * 1024
 _FRAMING_HEADER = re.compile(rb"\r\n(content-length|transfer-encoding|connection)[ \t]*:[ \t]*([^\r\n]*)", re.I)
@@ -66,6 +70,13 @@ def tls_context(verify: bool | str) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Bytes, or the peer's close, wait on sock: checked without blocking."""
+    poller = _poll()
+    poller.register(sock.fileno(), _POLLIN)
+    return bool(poller.poll(0))
 
 
 class HttpConnection:
@@ -108,7 +119,7 @@ class HttpConnection:
         """Open, and (after a long idle time) not closed by the server: an idle connection must not be readable."""
         if self.sock is None:
             return False
-        if time.perf_counter() - self.idle_since > IDLE_CHECK_S and select.select([self.sock], [], [], 0)[0]:
+        if time.perf_counter() - self.idle_since > IDLE_CHECK_S and _readable(self.sock):
             self.close()
             return False
         return True
