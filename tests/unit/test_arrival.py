@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from types import SimpleNamespace
 
+import gevent
 import pytest
 from gevent.event import Event
 from locust import User, task
@@ -40,10 +42,10 @@ def test_a_new_share_keeps_the_slot_already_due_and_a_new_test_starts_afresh():
     assert schedule.take(7.0) == 7.0
 
 
-def test_a_rebalance_mid_run_keeps_the_slots_idle_users_already_hold():
+def test_a_rebalance_mid_run_hands_out_no_slot_twice():
     schedule = loadtest_arrival.Schedule()
     schedule.set_rate(100)
-    held = [schedule.take(1.0) for _ in range(50)]  # 50 idle users hold the next half second's slots
+    held = [schedule.take(1.0) for _ in range(50)]  # the next half second's slots, handed out
     assert held[-1] == pytest.approx(1.49)
     schedule.restart(1.0)  # a worker joined: spawning_complete again, mid-run
     assert schedule.take(1.0) == pytest.approx(1.5)  # not 1.0 again: no slot is sent twice
@@ -206,25 +208,101 @@ def test_the_cli_names_the_plugins_settings_as_the_plugin_does():
                                                                        loadtest_arrival.FILE_ENV)
 
 
+def running_dispatcher(rate: float) -> loadtest_arrival.Dispatcher:
+    """A dispatcher with its pacer running (a greenlet of this test's own hub), its pool running."""
+    schedule = loadtest_arrival.Schedule()
+    schedule.set_rate(rate)
+    dispatcher = loadtest_arrival.Dispatcher(schedule, loadtest_arrival.Counts(), Event())
+    dispatcher.pool_running.set()
+    return dispatcher
+
+
+def test_the_pacer_hands_each_slot_to_the_user_that_parked_last():
+    """Last in, first out: the users the rate needs keep their warm connections; the rest of the pool stays parked."""
+    dispatcher = running_dispatcher(1000)
+    woken = []
+
+    def user(name):
+        dispatcher.wait_for_slot()
+        woken.append(name)
+
+    users = [gevent.spawn(user, name) for name in "abc"]
+    gevent.sleep(0)  # all three park, a first
+    assert list(dispatcher.idle) == users
+    pacer = gevent.spawn(dispatcher.pace)
+    try:
+        gevent.joinall(users, timeout=5)
+    finally:
+        pacer.kill()
+    assert woken == ["c", "b", "a"] and dispatcher.counts.slots == 3 and not dispatcher.idle
+
+
+def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_due_is_a_late_start():
+    dispatcher = running_dispatcher(1000)
+    dispatcher.sending = True
+    schedule = dispatcher.schedule
+    schedule.next_at = time.perf_counter() - 1  # a second overdue: every user was busy
+    assert dispatcher.wait_for_slot() == 0  # no pacer runs: it did not park
+    assert dispatcher.counts.late == {"users": 1, "cpu": 0} and dispatcher.counts.slots == 1
+    assert loadtest_arrival._iteration.lateness_ms >= 1000
+
+
+def test_no_slot_before_the_pool_runs_unless_it_never_says_so():
+    """Slots handed while the pool is being spawned would all start late; a worker that joins a running test may
+    never hear spawning_complete, so the pacer starts POOL_WAIT_S after the test's start anyway."""
+    dispatcher = running_dispatcher(1000)
+    dispatcher.hold()
+    dispatcher.pool_deadline = time.perf_counter() + 0.3
+    started = time.perf_counter()
+    user = gevent.spawn(dispatcher.wait_for_slot)
+    pacer = gevent.spawn(dispatcher.pace)
+    try:
+        user.join(timeout=5)
+    finally:
+        pacer.kill()
+    assert user.successful() and time.perf_counter() - started >= 0.3 and dispatcher.sending
+
+
+def test_the_first_slot_of_a_test_calls_its_hook_once():
+    """A standalone Locust resets its statistics there: the window starts with the first slot, not before the
+    pool's last users parked."""
+    dispatcher = running_dispatcher(1000)
+    calls = []
+    dispatcher.on_first_slot = lambda: calls.append(time.perf_counter())
+    users = [gevent.spawn(dispatcher.wait_for_slot) for _ in range(3)]
+    pacer = gevent.spawn(dispatcher.pace)
+    try:
+        gevent.joinall(users, timeout=5)
+    finally:
+        pacer.kill()
+    assert len(calls) == 1 and dispatcher.counts.slots == 3
+
+
 def test_slots_that_fall_due_while_the_run_stops_are_neither_counted_nor_sent():
     """Locust stops a pool of thousands of users one by one; a slot due meanwhile wakes late because of that, not
-    because of the generator (the benchmark's runs ended with 1.3 % late starts from it). It stops its user."""
+    because of the generator (the benchmark's runs ended with 1.3 % late starts from it). It stops its user, and an
+    answer read meanwhile is not reported (the stop stretched an 8 s window by 0.2 s)."""
     class Pool(User):
         @task
         def send(self):
             pass
 
     environment = Environment(user_classes=[Pool])
-    schedule, counts, stopping = loadtest_arrival.Schedule(), loadtest_arrival.Counts(), Event()
-    schedule.set_rate(1000)
-    loadtest_arrival._install_schedule(environment, schedule, counts, stopping).set()
+    dispatcher = running_dispatcher(1000)
+    loadtest_arrival._install_schedule(environment, dispatcher)
+    reported = []
+    environment.events.request.add_listener(lambda **kwargs: reported.append(kwargs["response_time"]))
+    dispatcher.sending = True
+    dispatcher.schedule.next_at = time.perf_counter()
     user = Pool(environment)
-    assert user.wait_time() == 0 and counts.slots == 1
-    schedule.next_at -= 1  # a slot a second overdue: a late start, for want of a free user
-    user.wait_time()
-    assert counts.late["users"] == 1 and counts.slots == 2
-    schedule.next_at -= 1
-    stopping.set()
+    assert user.wait_time() == 0 and dispatcher.counts.slots == 1
+    environment.events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0,
+                                    exception=None, context={})
+    assert len(reported) == 1 and dispatcher.counts.service.num_requests == 1  # the service time kept beside
+    dispatcher.schedule.next_at -= 1
+    dispatcher.stopping.set()
     with pytest.raises(StopUser):
         user.wait_time()
-    assert counts.late["users"] == 1 and counts.slots == 2
+    environment.events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0,
+                                    exception=None, context={})
+    assert dispatcher.counts.slots == 1 and dispatcher.counts.late == {"users": 0, "cpu": 0} and len(reported) == 1

@@ -5,9 +5,9 @@ your own loaded with loadtest_plugin get it); it does nothing unless LOADTEST_AR
 Why: with a closed model (N users, each waiting for its answer) a stalled target stalls the users too; the requests
 that would have waited are never sent, so the percentiles leave them out (coordinated omission). Here the master
 splits LOADTEST_ARRIVAL_RATE (requests per second, for the whole run) over the connected workers and sends each its
-share again whenever one joins or leaves. Each worker hands out send slots, 1/share apart, to its users in turn: a
-user waits for its slot, runs one task, and asks for the next. A slot that comes while every user is still busy
-goes to the next user free, late.
+share again whenever one joins or leaves. Each worker hands out send slots, 1/share apart, as they fall due: to the
+user that came free last (see Dispatcher), which runs one task and asks for the next. A slot that comes while every
+user is still busy goes to the next user free, late.
 
 Two times per request, both kept:
   response time  from the slot (the intended send) to the answer: what Locust's statistics, its report, the checks
@@ -42,6 +42,7 @@ import os
 import time
 
 import gevent
+from gevent import get_hub, getcurrent
 from gevent.event import Event
 from gevent.local import local
 from locust import TaskSet, events
@@ -98,8 +99,8 @@ class Schedule:
         self.interval = 1 / rate if rate > 0 else None
 
     def restart(self, now: float) -> None:
-        """Start afresh at `now` unless a slot is still ahead: a rebalance mid-run (its spawning_complete) finds
-        idle users holding slots up to a pool's worth ahead, and starting again at now would send them twice."""
+        """Start afresh at `now` unless a slot is still ahead: at a rebalance mid-run (its spawning_complete) the
+        slots already handed out must not be handed out again."""
         if self.next_at is not None and self.next_at < now:
             self.next_at = None
 
@@ -221,31 +222,104 @@ def own_wait_times(tasks) -> list[str]:
 _iteration = local()  # per user greenlet: how late its current task started, in ms
 
 
-def _install_schedule(environment, schedule: Schedule, counts: Counts, stopping: Event) -> Event:
-    """The schedule in every User class; the event it returns is set once the whole pool runs, and the first slot
-    is the first taken after that (slots handed out while users are still being created would all start late; a
-    worker that never hears it starts after POOL_WAIT_S)."""
-    clock = time.perf_counter
-    pool_running = Event()
+class Dispatcher:
+    """Hands the schedule's slots to the users as they fall due.
 
-    def wait_for_slot(user=None):
-        pool_running.wait(POOL_WAIT_S)
-        while (slot := schedule.take(clock())) is None:
-            gevent.sleep(POLL_S)
+    A user that finishes its task takes a slot already due itself (no switch: the path under load). Otherwise it
+    parks, and the pacer hands the next slot, once due, to the user parked last. Last in, first out: the few users
+    the rate needs keep taking the slots with their warm connections, and the rest of the pool stays parked with no
+    connection and no timer until the target slows. (Handing slots round the whole pool, each user sleeping until
+    its own, kept every user's connection, timer and garbage busy: 6,000/s held per core, with half-second stalls at
+    the pool's start; 12,000-13,000/s now, benchmarks/arrival.py.)
+
+    Slots wait while the pool is being spawned (sent then, they would all start late): the pacer starts at
+    spawning_complete, or POOL_WAIT_S after the test started, for a worker that joins a running test and may not
+    hear it. From test_stopping to the next test_start (`stopping`), a woken user stops (StopUser, as Locust's own
+    wait does) without sending or counting.
+    """
+
+    def __init__(self, schedule: Schedule, counts: Counts, stopping: Event):
+        self.schedule, self.counts, self.stopping = schedule, counts, stopping
+        self.idle: dict = {}  # the parked users' greenlets, in the order they parked
+        self.parked = Event()  # set when a user parks: the pacer waits on it while no user is idle
+        self.pool_running = Event()
+        self.pool_deadline = 0.0  # the pacer starts by then even without spawning_complete
+        self.sending = False  # the pacer started for this test: users may take due slots themselves
+        self.on_first_slot = None  # called as the pacer hands a test's first slot
+
+    def hold(self) -> None:
+        """A test starts: no slots until its pool runs."""
+        self.stopping.clear()
+        self.pool_running.clear()
+        self.sending = False
+        self.pool_deadline = time.perf_counter() + POOL_WAIT_S
+
+    def wait_for_slot(self, user=None) -> int:
+        """A user's wait_time: returns (0, Locust's sleep) once the user holds its slot, counted."""
+        clock = time.perf_counter
+        schedule = self.schedule
         now = clock()
-        if now - slot > LATE_S:
-            late = "users"
+        due = schedule.next_at
+        if self.sending and due is not None and due <= now:
+            slot = schedule.take(now)
+            late = "users" if now - slot > LATE_S else None  # it waited for a user to come free
         else:
-            gevent.sleep(max(0.0, slot - now))
-            late = "cpu" if clock() - slot > LATE_S else None
-        if stopping.is_set():  # the run is ending: neither counted nor sent (Locust's own wait stops a user so too)
+            slot = self._park()
+            late = "cpu" if clock() - slot > LATE_S else None  # a user was idle: the loop handed it late
+        if self.stopping.is_set():
             raise StopUser()
+        counts = self.counts
         if late:
             counts.late[late] += 1
         counts.slots += 1
         _iteration.lateness_ms = max(0.0, clock() - slot) * 1000
         return 0
 
+    def _park(self) -> float:
+        me = getcurrent()
+        self.idle[me] = None
+        if not self.parked.is_set():
+            self.parked.set()
+        try:
+            return get_hub().switch()  # until the pacer switches back here with a slot
+        finally:
+            self.idle.pop(me, None)
+
+    def pace(self) -> None:
+        """Forever: hand each slot as it falls due to the user parked last."""
+        clock = time.perf_counter
+        schedule, idle = self.schedule, self.idle
+        run_callback = get_hub().loop.run_callback
+        while True:
+            if not self.sending:
+                if not self.pool_running.is_set() and (wait := self.pool_deadline - clock()) > 0:
+                    self.pool_running.wait(wait)
+                    continue
+                self.sending = True
+            if schedule.interval is None:  # no share yet
+                gevent.sleep(POLL_S)
+                continue
+            if not idle:
+                self.parked.clear()
+                self.parked.wait()
+                continue
+            now = clock()
+            due = schedule.next_at
+            if due is not None and due > now:
+                gevent.sleep(due - now)
+                continue
+            if due is None and self.on_first_slot is not None:
+                self.on_first_slot()
+            while idle and (schedule.next_at is None or schedule.next_at <= now):
+                user, _ = idle.popitem()
+                run_callback(user.switch, schedule.take(now))
+            gevent.sleep(0)  # the users handed slots run before the pacer looks again
+
+
+def _install_schedule(environment, dispatcher: Dispatcher) -> None:
+    """The dispatcher's wait in every User class, before its first task too; the slot's lateness in every request's
+    response time."""
+    wait_for_slot = dispatcher.wait_for_slot
     for user_class in environment.user_classes:
         if own := own_wait_times(user_class.tasks):
             raise SystemExit(f"{RATE_ENV}: TaskSet {', '.join(own)} of {user_class.__name__} has a wait_time of its "
@@ -260,13 +334,18 @@ def _install_schedule(environment, schedule: Schedule, counts: Counts, stopping:
 
         user_class.on_start = on_start
 
-
     # Every request event of a user's task carries its service time; the slot's lateness makes it the response time
     # from the intended send, for Locust's statistics and every other listener alike.
+    # An answer read while Locust stops the pool is late because of that, past the run's window: not reported, as
+    # Locust reports no request of a user it stops (without this, 8 s runs at 12,000/s measured 2.4 % below the rate
+    # held, the window stretched by the stop's 0.2 s).
     hook = environment.events.request
     fire = hook.fire
+    counts, stopping = dispatcher.counts, dispatcher.stopping
 
     def fire_from_slot(*, reverse=False, **kwargs):
+        if stopping.is_set():
+            return None
         lateness = getattr(_iteration, "lateness_ms", None)
         service = kwargs.get("response_time")
         if lateness is not None and service is not None:
@@ -275,10 +354,9 @@ def _install_schedule(environment, schedule: Schedule, counts: Counts, stopping:
         return fire(reverse=reverse, **kwargs)
 
     hook.fire = fire_from_slot
-    return pool_running
 
 
-def _register_users_side(environment, rate: float | None, counts: Counts) -> Schedule:
+def _register_users_side(environment, rate: float | None, counts: Counts) -> Dispatcher:
     schedule = Schedule()
     if rate is not None:  # a standalone Locust sends the whole rate itself
         schedule.set_rate(rate)
@@ -286,23 +364,21 @@ def _register_users_side(environment, rate: float | None, counts: Counts) -> Sch
     # that falls due meanwhile wakes late because of it, and neither that slot nor the loop's lag is the run's.
     stopping = Event()
     environment.events.test_stopping.add_listener(lambda **_: stopping.set())
-    environment.events.test_start.add_listener(lambda **_: stopping.clear())
-    pool_running = _install_schedule(environment, schedule, counts, stopping)
+    dispatcher = Dispatcher(schedule, counts, stopping)
+    _install_schedule(environment, dispatcher)
+    environment.events.test_start.add_listener(lambda **_: dispatcher.hold())
+    gevent.spawn(dispatcher.pace)
     gevent.spawn(probe_loop, counts, stopping)
-
-    @environment.events.test_start.add_listener
-    def hold(**_):
-        pool_running.clear()
 
     @environment.events.spawning_complete.add_listener
     def start(**_):
         schedule.restart(time.perf_counter())
-        pool_running.set()
-        # The pool's thousands of users and connections live until the run ends: out of the collector's scans, a
-        # full collection no longer stalls the loop past LATE_S (late starts at 8,000/s on one core: 2.7 % -> 1.4 %).
+        dispatcher.pool_running.set()
+        # The pool's thousands of users live until the run ends: out of the collector's scans, a full collection no
+        # longer stalls the loop past LATE_S (late starts at 8,000/s on one core: 2.7 % -> 1.4 %).
         gc.freeze()
 
-    return schedule
+    return dispatcher
 
 
 # --- registration ------------------------------------------------------------------------------------------------------
@@ -364,7 +440,7 @@ def _register(environment, **_):
         return
     if isinstance(runner, WorkerRunner):
         counts = Counts()
-        schedule = _register_users_side(environment, None, counts)
+        schedule = _register_users_side(environment, None, counts).schedule
         runner.register_message(SHARE_MESSAGE, lambda environment, msg, **_: schedule.set_rate(msg.data))
         runner.send_message(READY_MESSAGE)
 
@@ -383,7 +459,7 @@ def _register(environment, **_):
         _register_master(environment, totals)
     elif isinstance(runner, LocalRunner):
         counts = Counts()
-        _register_users_side(environment, rate, counts)
+        dispatcher = _register_users_side(environment, rate, counts)
 
         def add_own_counts():
             while True:
@@ -392,8 +468,13 @@ def _register(environment, **_):
 
         gevent.spawn(add_own_counts)
 
-        @environment.events.spawning_complete.add_listener
-        def reset_with_the_stats(**_):
+        def reset_with_the_first_slot():
+            # Locust resets its statistics at spawning_complete, before the pool's newest users first ran and
+            # parked (0.05-0.1 s for 4,000-6,000 users): the window starts with the first slot instead, or the
+            # rate achieved reads that much short.
             if environment.reset_stats:
+                runner.stats.reset_all()
                 counts.report()
                 totals.reset()
+
+        dispatcher.on_first_slot = reset_with_the_first_slot
