@@ -2,14 +2,16 @@
 
 A worker is one whole vCPU, so the generator's capacity is workers x (RPS one worker core delivers for the
 scenario). That per-core figure comes from `loadtest calibrate` when a calibration file exists, otherwise from a
-clearly labelled default. A node type can also be capped by its network: a sustained test gets the instance's
-baseline bandwidth, not its "up to" burst figure.
+clearly labelled default; in the open model (an arrival rate) a worker holds only a share of it on schedule. A node
+type can also be capped by its network: a sustained test gets the instance's baseline bandwidth, not its "up to"
+burst figure.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..workload import arrival
 from ..workload.scenarios import Scenario
 from . import catalog, published, sizing
 from .calibration import Calibration, load_calibration
@@ -63,9 +65,15 @@ def cheapest_fit(node_type: str, needed_rps: float, per_core: float, scenario: S
     return f"{node_type}: {max_nodes} nodes reach less than {needed_rps:,.0f} RPS"
 
 
+def per_core(calibration: Calibration, scenario: str, open_model: bool = False) -> float:
+    """The RPS one worker core delivers for the scenario; in the open model (an arrival rate) the share of it that a
+    worker holds on schedule."""
+    return calibration.rps_per_core[scenario] * (arrival.CLOSED_SHARE if open_model else 1)
+
+
 def plan(target_rps: float, scenario: str, node_types: list[str], headroom: float = 0.3,
-         calibration: Calibration | None = None, max_nodes: int = MAX_NODES) -> list[Option]:
-    """Options that reach target_rps x (1 + headroom), cheapest first."""
+         calibration: Calibration | None = None, max_nodes: int = MAX_NODES, open_model: bool = False) -> list[Option]:
+    """Options that reach target_rps x (1 + headroom), cheapest first; open_model: target_rps is an arrival rate."""
     if target_rps <= 0:
         raise PlanError(f"target RPS must be positive, got {target_rps:g}")
     if not 0 <= headroom < 5:
@@ -75,7 +83,7 @@ def plan(target_rps: float, scenario: str, node_types: list[str], headroom: floa
     for name in node_types:
         catalog.get(name)  # unknown types are bad input, not "no fit"
     needed = target_rps * (1 + headroom)
-    fits = [cheapest_fit(n, needed, calibration.rps_per_core[scenario], chosen, max_nodes)
+    fits = [cheapest_fit(n, needed, per_core(calibration, scenario, open_model), chosen, max_nodes)
             for n in node_types]
     options = [f for f in fits if isinstance(f, Option)]
     if not options:

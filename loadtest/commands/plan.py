@@ -9,7 +9,7 @@ from ..capacity.calibration import DEFAULT_FILE, load_calibration
 from ..errors import UsageError
 from ..generate import valuesgen
 from ..runtime import schemacheck
-from ..workload import scenarios
+from ..workload import arrival, scenarios
 from . import types
 
 OUTPUTS = ("write_values", "write_cluster", "write_karpenter")
@@ -21,7 +21,8 @@ def run(args) -> int:
         if getattr(args, option):
             paths.check_output(f"--{option.replace('_', '-')}", Path(getattr(args, option)), folder=False)
     calibration = load_calibration(Path(args.calibration) if args.calibration else None)
-    options = planner.plan(args.target_rps, args.scenario, node_types, args.headroom, calibration, args.max_nodes)
+    options = planner.plan(args.target_rps, args.scenario, node_types, args.headroom, calibration, args.max_nodes,
+                           args.open_model)
     chosen = options[0]
     if args.choose:
         chosen = next((o for o in options if o.node_type == args.choose), None)
@@ -30,9 +31,14 @@ def run(args) -> int:
                              f"({', '.join(o.node_type for o in options)})")
     needed = args.target_rps * (1 + args.headroom)
     scenario = calibration.scenario(args.scenario)
-    per_core = calibration.rps_per_core[args.scenario]
+    per_core = planner.per_core(calibration, args.scenario, args.open_model)
     print(f"{args.target_rps:,.0f} RPS of {args.scenario} + {args.headroom:.0%} headroom = {needed:,.0f} RPS; "
           f"{per_core:,.0f} RPS per worker core from {calibration.source}")
+    if args.open_model:
+        print(f"  open model: {arrival.CLOSED_SHARE:.0%} of the closed model's "
+              f"{calibration.rps_per_core[args.scenario]:,.0f}, what a worker core holds on schedule "
+              "(benchmarks/arrival.py);\n  install with --set locust.load.arrivalRate="
+              f"{args.target_rps:.0f} --set locust.autostart.users=null")
     print(f"\n{'node type':<13}{'nodes':>6}{'workers':>8}{'master':>8}{'expected RPS':>14}{'USD/month':>11}"
           f"{'USD/1k RPS':>12}  note")
     for o in options:
@@ -99,6 +105,9 @@ def register(sub) -> None:
                         "the name of a test of yours measured with `loadtest calibrate -f`")
     p.add_argument("--node-types", type=types.each(catalog.get), default="c5.large,c5.xlarge,c5.2xlarge,c5.4xlarge,m5.large,m5.xlarge",
                    help="comma-separated EC2 types to compare (see `loadtest catalog`)")
+    p.add_argument("--open-model", action="store_true",
+                   help="the target RPS is an arrival rate (--arrival-rate, locust.load.arrivalRate): plan the workers "
+                        f"to hold it on schedule, {arrival.CLOSED_SHARE * 100:.0f} %% of the closed model's RPS per core")
     p.add_argument("--headroom", type=types.number(float, minimum=0, maximum=4), default=0.3, help="extra capacity as a fraction (default 0.3)")
     p.add_argument("--max-nodes", type=types.number(int, minimum=1), default=planner.MAX_NODES, help="largest node group to consider")
     p.add_argument("--calibration", help=f"calibration file (default {DEFAULT_FILE})")

@@ -25,6 +25,10 @@ POOL_S = 0.5
 ACHIEVED_SHARE = language.ACHIEVED_SHARE
 held = language.held
 FILE = "arrival.json"
+# What a worker core holds in the open model, as a share of what it sends in the closed one (the planner's per-core
+# figure in the open model): benchmarks/arrival.py held 12,000-13,000/s of keepalive_1kb on one core (three runs,
+# fewer than 1 % late starts) where `loadtest calibrate` measured 20,100/s closed on the same machine (docs/sizing.md).
+CLOSED_SHARE = 0.6
 
 
 def pool_size(rate: float, workers: int) -> int:

@@ -1,10 +1,11 @@
 import json
+import math
 
 import pytest
 
 from loadtest import commands
 from loadtest.capacity import calibration, planner
-from loadtest.workload import scenarios
+from loadtest.workload import arrival, scenarios
 
 FLAT = calibration.Calibration({name: 5_000 for name in scenarios.SCENARIOS}, "test figures")
 
@@ -117,3 +118,16 @@ def test_calibration_of_another_user_class_is_not_used(tmp_path):
 
 def test_every_planned_scenario_has_a_locustfile_with_its_user_class():
     assert {s.user_class for s in scenarios.SCENARIOS.values()} == {"LeanHttpUser"}
+
+
+def test_the_open_model_plans_workers_for_the_share_of_a_core_that_holds_a_rate_on_schedule(capsys, monkeypatch,
+                                                                                             tmp_path):
+    (closed,) = planner.plan(60_000, "keepalive_1kb", ["c5.xlarge"], headroom=0, calibration=FLAT)
+    (open_model,) = planner.plan(60_000, "keepalive_1kb", ["c5.xlarge"], headroom=0, calibration=FLAT,
+                                 open_model=True)
+    assert closed.plan.replicas == 12
+    assert open_model.plan.replicas >= math.ceil(60_000 / (5_000 * arrival.CLOSED_SHARE)) > closed.plan.replicas
+    assert open_model.expected_rps == pytest.approx(open_model.plan.replicas * 5_000 * arrival.CLOSED_SHARE)
+    monkeypatch.setattr(calibration, "DEFAULT_FILE", tmp_path / "none.json")
+    assert commands.main(["plan", "--target-rps", "20000", "--node-types", "c5.xlarge", "--open-model"]) == 0
+    assert "locust.load.arrivalRate=20000" in capsys.readouterr().out
