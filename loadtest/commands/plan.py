@@ -35,7 +35,7 @@ def run(args) -> int:
     print(f"{args.target_rps:,.0f} RPS of {args.scenario} + {args.headroom:.0%} headroom = {needed:,.0f} RPS; "
           f"{per_core:,.0f} RPS per worker core from {calibration.source}")
     if args.open_model:
-        print(f"  open model: {arrival.CLOSED_SHARE:.0%} of the closed model's "
+        print(f"  open model: {arrival.CLOSED_SHARE * 100:.0f} % of the closed model's "
               f"{calibration.rps_per_core[args.scenario]:,.0f}, what a worker core holds on schedule "
               "(benchmarks/arrival.py);\n  install with --set locust.load.arrivalRate="
               f"{args.target_rps:.0f} --set locust.autostart.users=null")
