@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import pytest
 from locust.env import Environment
 from locust.event import Events
-from locust.runners import STATE_MISSING, STATE_RUNNING, STATE_SPAWNING
+import gevent
+from locust.runners import STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, WorkerNode, WorkerNodes
 
 from loadtest import paths
 from loadtest.judging import verdict
@@ -103,6 +104,32 @@ def test_a_worker_that_quits_is_a_loss_and_one_that_comes_back_from_missing_is_n
     log.look(T0 + 10)
     assert [e.restored_s for e in log.events if e.kind in loadtest_faults.LOSSES] == [5.0, pytest.approx(
         10 - (6 - loadtest_faults.DETECTION_S))]
+
+
+def test_a_worker_ready_without_users_while_every_user_runs_gets_users():
+    """Locust rebalances for a worker that joins only if the run is not spawning just then: a replacement ready
+    while the master still spawned for the loss it replaces would sit without users for the rest of the run."""
+    starts = []
+    runner = SimpleNamespace(state=STATE_SPAWNING, spawning_completed=False, clients=WorkerNodes(),
+                             rebalancing_enabled=lambda: True, target_user_count=20, spawn_rate=20,
+                             start=lambda users, rate: starts.append((users, rate)))
+    runner.clients["a"] = WorkerNode("a", STATE_RUNNING)
+    runner.clients["c"] = WorkerNode("c", STATE_INIT)  # joined while the master spawned: Locust let it be
+    log = loadtest_faults.FaultLog(runner)
+    log.give_ready_workers_users()
+    runner.state, runner.spawning_completed = STATE_RUNNING, True
+    runner.rebalancing_enabled = lambda: False  # without --enable-rebalancing a worker that joins waits, as asked
+    log.give_ready_workers_users()
+    gevent.sleep(0)
+    assert starts == []
+    runner.rebalancing_enabled = lambda: True
+    log.give_ready_workers_users()
+    gevent.sleep(0)
+    assert starts == [(20, 20)]
+    runner.clients["c"].state = STATE_RUNNING
+    log.give_ready_workers_users()
+    gevent.sleep(0)
+    assert starts == [(20, 20)]
 
 
 def test_workers_that_join_before_the_steady_window_are_not_events_and_nothing_is_looked_at_when_stopped():

@@ -100,8 +100,8 @@ class Event:
 class FaultLog:
     """The master's record of its workers over one run (from its test_start)."""
 
-    def __init__(self, runner: MasterRunner, on_back=lambda worker: None):
-        self.runner, self.on_back = runner, on_back
+    def __init__(self, runner: MasterRunner):
+        self.runner = runner
         self.new_run()
 
     def new_run(self, **_) -> None:
@@ -168,7 +168,6 @@ class FaultLog:
                 for lost in self.events:  # cut off, not dead: its reports came with it, nothing is unreported
                     if lost.kind == LOST and lost.worker == worker:
                         lost.unreported = 0
-                self.on_back(worker)
             elif before is None and self.looked and self.steady_at is not None:
                 self._record(Event(now, JOINED, worker, 0))
             if client.state != STATE_MISSING:
@@ -233,10 +232,22 @@ class FaultLog:
                 and all(c.state in (STATE_INIT, STATE_MISSING) for c in clients)):
             self.runner.update_state(STATE_STOPPED)
 
+    def give_ready_workers_users(self) -> None:
+        """Locust rebalances for a worker that joins or is heard again only if the run is not spawning just then (a
+        rebalance of its own, for a worker lost a second before, say): one that came then would sit without users
+        for the rest of the run, the run a worker short. A worker ready while every user runs gets users."""
+        runner = self.runner
+        if (runner.rebalancing_enabled() and runner.state == STATE_RUNNING and runner.spawning_completed
+                and runner.clients.ready):
+            logger.info("worker %s ready without users while the run runs: rebalancing",
+                        ", ".join(c.id for c in runner.clients.ready))
+            gevent.spawn(runner.start, runner.target_user_count, runner.spawn_rate)
+
     def watch(self) -> None:
         while True:
             self.look()
             self.finish_a_stop()
+            self.give_ready_workers_users()
             gevent.sleep(WATCH_S)
 
     def losses(self, start: float | None, end: float | None) -> list[str]:
@@ -333,14 +344,7 @@ def _register(environment, **_):
             _stop_users_without_the_master(environment.runner)
         return
     runner = environment.runner
-
-    def give_users_back(worker: str) -> None:
-        # Locust marks a worker heard again as no longer missing, but (its dispatch still in progress, or its
-        # heartbeat one sent before it stopped) need not give it users: the run would go on one worker short.
-        if runner.rebalancing_enabled() and runner.state == STATE_RUNNING and runner.spawning_completed:
-            gevent.spawn(runner.start, runner.target_user_count, runner.spawn_rate)
-
-    log = FaultLog(runner, on_back=give_users_back)
+    log = FaultLog(runner)
     environment.events.test_start.add_listener(log.new_run)
     environment.events.spawning_complete.add_listener(log.steady)
     environment.events.heartbeat_sent.add_listener(log.heartbeat)
