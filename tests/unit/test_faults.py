@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import gevent
 import pytest
 from locust.env import Environment
 from locust.event import Events
-import gevent
 from locust.runners import STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, WorkerNode, WorkerNodes
 
 from loadtest import paths
