@@ -9,9 +9,10 @@ reset once its pool runs. A rate is held when the achieved rate is within 1 % of
 started late (for want of a free user or of CPU); the climb stops at the first rate not held. vegeta (built by
 scripts/setup) runs with one Go processor (-cpus 1) pinned to CPU 1, as fast as it goes: its ceiling on one core.
 Then both run at half the rate held, vegeta paced, to compare Locust's p99 (from each request's slot) with vegeta's;
-and the Locust process's largest resident memory gives its memory per 1,000 pool users. Each of --runs runs does
-all of that; the end prints min / median / max. No assertions: this prints figures and the ratio for
-docs/open-model.md ("Per core").
+and the Locust process's largest resident memory gives its memory per 1,000 pool users. Each run starts with vegeta
+paced at 4,000/s, the host's noise: a p99 over 10 ms there marks the run's figures as the host's ceiling. Each of
+--runs runs does all of that; the end prints min / median / max. No assertions: this prints figures and the ratio
+for docs/open-model.md ("Per core").
 """
 from __future__ import annotations
 
@@ -42,6 +43,11 @@ DEFAULT_RATES = "2000,4000,6000,8000,10000,11000,12000,13000,14000,15000,16000,1
 # of its own (2,384 connections for 8,000 requests at 4,000/s), whose SYNs the loopback then drops for seconds.
 VEGETA_WORKERS = 64
 LATE_MAX = 0.01
+# The host's own noise, checked before each run: vegeta paced at HOST_CHECK_RATE on the generator's core. On a quiet
+# host its p99 stays within a few ms (0.4 ms at 1,000/s, 3.5-5 ms at 6,000-6,500/s: docs/open-model.md); a host that
+# stalls loopback answers for tens of ms (2026-11-27: 111 ms at 4,000/s, 165 ms at 6,000/s) makes every open-model
+# generator late, so the rate held is the host's ceiling, not the generator's.
+HOST_CHECK_RATE, HOST_CHECK_S, HOST_QUIET_P99_MS = 4000, 5, 10.0
 
 
 @dataclass
@@ -128,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             stop(target.proc)
     shutil.rmtree(workdir, ignore_errors=True)  # kept when a step failed: its Locust log says why
     print(f"\nvegeta {vegeta.version()}; over {len(runs)} runs, min / median / max:")
+    if noisy := [r for r in runs if r.noisy_host]:
+        print(f"{len(noisy)} of {len(runs)} run(s) on a noisy host (vegeta's p99 over {HOST_QUIET_P99_MS:g} ms at "
+              f"{HOST_CHECK_RATE:,}/s): their rates held are the host's ceiling, not the generator's; run again on a "
+              "quiet machine")
     held = [r for r in runs if r.best is not None]
     if len(held) < len(runs):
         print(f"Locust held none of the rates asked in {len(runs) - len(held)} run(s): start lower (--rates)")
@@ -143,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             ("Locust's memory per 1,000 pool users at the held rate, MiB", [r.best.rss_per_1000_users for r in held],
              "{:.0f}")):
         print(f"  {what}: {spread(values, form)}")
+    print(f"  the host's noise, vegeta's p99 at {HOST_CHECK_RATE:,}/s before each run, ms: "
+          f"{spread([r.host_p99_ms for r in runs], '{:.1f}')}")
     return 0
 
 
@@ -152,11 +164,21 @@ class Run:
     reference: vegeta.Attack  # vegeta as fast as it goes
     half: Step | None = None  # Locust at half the rate held
     vegeta_half: vegeta.Attack | None = None  # vegeta paced at that rate
+    host_p99_ms: float = 0.0  # vegeta's p99 at HOST_CHECK_RATE before the run
+
+    @property
+    def noisy_host(self) -> bool:
+        return self.host_p99_ms > HOST_QUIET_P99_MS
 
 
 def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> Run:
     """Climb the rates until one is not held; then vegeta's ceiling, and both at half the rate held."""
     url = f"{target.url}/1kb"
+    host_p99_ms = vegeta.attack(url, HOST_CHECK_RATE, HOST_CHECK_S, workers=VEGETA_WORKERS, cpus=1,
+                                pin=[GENERATOR_CPU]).p99_ms
+    print(f"the host's noise: vegeta's p99 at {HOST_CHECK_RATE:,}/s {host_p99_ms:.1f} ms "
+          f"({'quiet' if host_p99_ms <= HOST_QUIET_P99_MS else 'NOISY'}: a quiet host's is under "
+          f"{HOST_QUIET_P99_MS:g} ms)", flush=True)
     print(f"{'offered':>8} {'achieved':>9} {'late':>7} {'p50':>6} {'p99':>6} {'MiB':>5}  (Locust open model, 1 core)")
     best = None
     for rate in rates:
@@ -166,7 +188,8 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
         if not step.held:
             break
         best = step
-    run = Run(best, vegeta.max_rate(url, duration_s=step_s, cpus=1, workers=VEGETA_WORKERS, pin=[GENERATOR_CPU]))
+    run = Run(best, vegeta.max_rate(url, duration_s=step_s, cpus=1, workers=VEGETA_WORKERS, pin=[GENERATOR_CPU]),
+              host_p99_ms=host_p99_ms)
     print(f"vegeta on 1 core, as fast as it goes: {run.reference.achieved_rps:,.0f} requests/s", flush=True)
     if best is not None:
         half = best.offered / 2

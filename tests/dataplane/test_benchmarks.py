@@ -42,6 +42,9 @@ def test_an_open_model_step_reads_the_rate_sent_and_its_late_starts(nginx, tmp_p
     assert 0 <= step.p50_ms <= step.p99_ms
     held = arrival.Step(offered=1000, achieved=995, late_share=0.005, p50_ms=1, p99_ms=2)
     assert held.held and not arrival.Step(1000, 985, 0.005, 1, 2).held and not arrival.Step(1000, 1000, 0.02, 1, 2).held
+    # A run whose host check found vegeta's p99 over the quiet bound is marked the host's, not the generator's.
+    assert not arrival.Run(held, None, host_p99_ms=arrival.HOST_QUIET_P99_MS).noisy_host
+    assert arrival.Run(held, None, host_p99_ms=arrival.HOST_QUIET_P99_MS + 0.1).noisy_host
 
 
 def test_the_recording_holds_a_real_workers_messages_with_the_plugins_extras(recording):
