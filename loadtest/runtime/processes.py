@@ -3,6 +3,7 @@ stop by PID (SIGTERM, then SIGKILL)."""
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import time
@@ -17,9 +18,33 @@ STARTUP_TIMEOUT_S = 15
 STOP_TIMEOUT_S = 10
 
 
+# Ports handed out lie below the kernel's range of ephemeral ports. A port from bind(0) lies inside it, and before the
+# listener given it binds, an outgoing connection can take it as its source port: under a load of new connections
+# (http_close sends thousands a second) the range turns over in seconds, and a kube-controller-manager failed with
+# "bind: address already in use" on such a port. Below Kubernetes' NodePort range (30000-32767) too.
+PORTS = range(20000, 30000)
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_handed_out: set[int] = set()
+_random = random.SystemRandom()  # not the random module's state, which forked processes share and repeat
+
+
 def free_port() -> int:
-    """A TCP port nothing listens on right now, on 127.0.0.1."""
-    with socket.socket() as s:
+    """A TCP port nothing listens on right now, on 127.0.0.1, outside the ephemeral range, not handed out before by
+    this process."""
+    try:
+        first_ephemeral = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = PORTS.stop
+    candidates = [port for port in PORTS if port < first_ephemeral and port not in _handed_out]
+    for port in _random.sample(candidates, min(len(candidates), 100)):
+        with socket.socket() as s:
+            try:
+                s.bind((LOCAL_HOST, port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    with socket.socket() as s:  # none of those tried was free: the kernel's choice, racy as it is
         s.bind((LOCAL_HOST, 0))
         return s.getsockname()[1]
 

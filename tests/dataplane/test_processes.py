@@ -1,10 +1,12 @@
 """The run's processes are stopped once each: a Locust master that gets SIGTERM twice shuts down twice, and its second
-shutdown writes its final statistics again, empty (Locust's serialize_stats resets what it serializes)."""
+shutdown writes its final statistics again, empty (Locust's serialize_stats resets what it serializes). Their ports
+are out of reach of outgoing connections."""
+import socket
 import sys
 
 from helpers import wait_for
 
-from loadtest.runtime.processes import Processes
+from loadtest.runtime.processes import EPHEMERAL_RANGE, LOCAL_HOST, Processes, free_port
 
 # Logs each SIGTERM it gets and takes a moment (argv[1] seconds) to shut down, as a Locust master writing its files.
 SLOW_TO_STOP = """
@@ -29,3 +31,14 @@ def test_every_process_gets_one_sigterm(tmp_path):
     procs.stop_all()
     for name in ("first", "second"):
         assert (tmp_path / f"{name}.log").read_text().split() == ["ready", "SIGTERM"], name
+
+
+def test_a_free_port_lies_below_the_ephemeral_range_and_is_handed_out_once():
+    """An outgoing connection takes its source port from the ephemeral range: a listener's port there can be taken
+    before the listener binds it (a kube-controller-manager failed so beside a load of new connections)."""
+    first_ephemeral = int(EPHEMERAL_RANGE.read_text().split()[0])
+    ports = [free_port() for _ in range(50)]
+    assert len(set(ports)) == len(ports) and all(port < first_ephemeral for port in ports), ports
+    for port in ports:
+        with socket.socket() as s:
+            s.bind((LOCAL_HOST, port))  # nothing listens there
