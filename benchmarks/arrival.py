@@ -44,9 +44,8 @@ DEFAULT_RATES = "2000,4000,6000,8000,10000,11000,12000,13000,14000,15000,16000,1
 VEGETA_WORKERS = 64
 LATE_MAX = 0.01
 # The host's own noise, checked before each run: vegeta paced at HOST_CHECK_RATE on the generator's core. On a quiet
-# host its p99 stays within a few ms (0.4 ms at 1,000/s, 3.5-5 ms at 6,000-6,500/s: docs/open-model.md); a host that
-# stalls loopback answers for tens of ms (2026-11-27: 111 ms at 4,000/s, 165 ms at 6,000/s) makes every open-model
-# generator late, so the rate held is the host's ceiling, not the generator's.
+# host its p99 stays within a few ms; a host that stalls loopback answers for tens of ms makes every open-model
+# generator late, so the rate held is the host's ceiling, not the generator's (docs/open-model.md has both days).
 HOST_CHECK_RATE, HOST_CHECK_S, HOST_QUIET_P99_MS = 4000, 5, 10.0
 
 
