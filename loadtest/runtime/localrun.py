@@ -131,15 +131,20 @@ class Series:
         self.writer.writerow(runresult.files.SERIES_COLUMNS)
         self.rates = locuststats.PerSecond()
         self.pending: list[tuple[int, list]] = []  # (second, the line's other cells) not yet counted in full
+        self.last_second: int | None = None
 
     def add(self, second: int, phase: str, users: int, status: dict, worker_cpu: list[float],
             target_cpu: float | None, host_cpu: float) -> None:
-        """A second's figures: `target_cpu` as a share of the target's CPUs (None when not measured)."""
+        """A second's figures: `target_cpu` as a share of the target's CPUs (None when not measured). A sampling tick
+        takes a little over a second (its sleep, then the master's queries), so now and then one skips a second: the
+        seconds skipped since the last get their own requests and failures, and this tick's other figures."""
         percentiles = status.get("current_response_time_percentiles") or {}
-        self.pending.append((second, [
-            phase, users, percentiles.get("response_time_percentile_0.5"),
-            percentiles.get("response_time_percentile_0.95"), None, round(max(worker_cpu, default=0.0), 3), None,
-            None if target_cpu is None else round(target_cpu, 3), round(host_cpu, 3), None]))
+        cells = [phase, users, percentiles.get("response_time_percentile_0.5"),
+                 percentiles.get("response_time_percentile_0.95"), None, round(max(worker_cpu, default=0.0), 3), None,
+                 None if target_cpu is None else round(target_cpu, 3), round(host_cpu, 3), None]
+        first = second if self.last_second is None or second <= self.last_second else self.last_second + 1
+        self.pending += [(skipped, cells) for skipped in range(first, second + 1)]
+        self.last_second = second
 
     def flush(self, now: float | None = None) -> None:
         """Write the lines whose second is counted in full by `now` (all of them without it)."""

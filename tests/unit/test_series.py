@@ -31,6 +31,20 @@ def test_a_line_is_written_once_its_second_is_counted_in_full(tmp_path):
     series.close()
 
 
+def test_a_second_the_sampling_skipped_gets_its_own_counts(tmp_path):
+    """A tick lasts a little over a second: the run's last second of failures, skipped so before its stop, was missing
+    from the series."""
+    path = tmp_path / "series.csv"
+    series = Series(path)
+    series.add(100, STEADY, 50, STATUS, [0.97], 0.4, 0.8)
+    series.add(102, STOP, 0, STATUS, [0.1], 0.0, 0.8)
+    series.rates.count(entries({100: (1000, 0), 101: (400, 300), 102: (0, 0)}))
+    series.close()
+    rows = list(csv.DictReader(path.open()))
+    assert [(r["time"], r["phase"], r["rps"], r["fail_ratio"]) for r in rows] == [
+        ("100", STEADY, "1000", "0.0"), ("101", STOP, "400", "0.75"), ("102", STOP, "0", "0.0")]
+
+
 def test_closing_writes_the_lines_still_pending(tmp_path):
     path = tmp_path / "series.csv"
     series = Series(path)
