@@ -21,11 +21,11 @@ from loadtest.judging import checks, verdict
 from loadtest.runtime.processes import LOCAL_HOST
 
 STEADY_REQUESTS = 10_000
-MASTER_LOST_S = 5  # plugin/loadtest_faults.py's MASTER_LOST_S
+MASTER_LOST_S = 6  # plugin/loadtest_faults.py's MASTER_LOST_S
 CUT_S = 10
-# The master gives the cut worker's users to the other after ~4 s without its heartbeat, the worker stops its own
-# after 5 s without the master's: a second or two of double load, not the rest of the cut.
-DOUBLE_LOAD_S = 2.5
+# The master gives the cut worker's users to the other 4-5 s after its last heartbeat, the worker stops its own after
+# 6 s without the master's, looking every 0.5 s: a second or two of double load, not the rest of the cut.
+DOUBLE_LOAD_S = 3.0
 
 
 def test_a_master_killed_mid_run_leaves_no_orphan_load_and_its_folder_marked_incomplete(judged_run, tmp_path):
@@ -77,7 +77,7 @@ def logged_at(log: str, text: str) -> datetime.datetime:
 @pytest.mark.skipif(os.geteuid() != 0, reason="cutting a connection takes iptables, as root")
 def test_a_worker_cut_from_its_master_for_10_s_stops_its_users_and_comes_back(judged_run):
     """The master marks the worker missing after 3 heartbeats and gives its users to the other; the worker, which
-    still reaches the target, stops its own a second or two later, not at the end of the cut: no double load. When
+    still reaches the target, stops its own a second or two later, not at the end of the cut. When
     the connection is back, the master gives it users again, and its reports, held in the connection, arrive."""
     judged_run.start(run_time_s=40)
     judged_run.wait_steady(STEADY_REQUESTS)
@@ -91,6 +91,7 @@ def test_a_worker_cut_from_its_master_for_10_s_stops_its_users_and_comes_back(ju
     judged_run.master.wait(timeout=120)
     given_away = logged_at(judged_run.log(), "setting state to missing")
     stopped = logged_at(judged_run.log("locust-worker-1"), "no heartbeat from the master")
+    print(f"the worker stopped its users {(stopped - given_away).total_seconds():.1f} s after the master moved them")
     assert datetime.timedelta(0) <= stopped - given_away <= datetime.timedelta(seconds=DOUBLE_LOAD_S), (
         given_away, stopped)
     result = judged_run.result()

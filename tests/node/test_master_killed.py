@@ -18,7 +18,7 @@ from helpers import wait_for, wait_until_flat
 from loadtest.errors import RunFailed
 from loadtest.judging import checks
 
-MASTER_LOST_S = 5  # plugin/loadtest_faults.py's MASTER_LOST_S
+MASTER_LOST_S = 6  # plugin/loadtest_faults.py's MASTER_LOST_S
 CRASHED = "the master ended before the run did"  # plugin/loadtest_judge.py's CRASHED
 STEADY_REQUESTS = 5_000
 

@@ -66,6 +66,21 @@ def test_a_worker_killed_between_reports_is_lost_when_its_heartbeats_stop_and_it
             figures["seconds_with_fewer_workers"]) == (1, 6_000, 2_500, 10.0)
 
 
+def test_a_worker_killed_after_a_report_that_came_after_its_last_heartbeat_lost_the_rest_of_that_second(
+        master, monkeypatch):
+    """Reports (every 3 s) and heartbeats (every 1 s) interleave: one that reported 0.6 s after its last heartbeat
+    died in the 0.4 s before its next heartbeat was due, 0.2 s after that report on average (a node test's worker
+    killed 0.3 s after its report had been estimated at 14 requests of 759)."""
+    runner, log = master
+    report(log, "b", 3_000, T0 + 3, monkeypatch)
+    report(log, "b", 6_000, T0 + 6, monkeypatch)  # 1,000 requests/s
+    log.heartbeat("b", T0 + 5.4)
+    runner.clients["b"].state = STATE_MISSING
+    log.look(T0 + 10)
+    [lost] = log.events
+    assert lost.unreported == 200
+
+
 def test_a_worker_lost_before_its_first_report_is_estimated_at_the_others_rate(master, monkeypatch):
     runner, log = master
     report(log, "a", 2_000, T0 + 2, monkeypatch)  # 1,000 requests/s since the run started

@@ -42,14 +42,17 @@ SILENT = "target silent"
 FAULTS = (LOST, QUIT, SILENT)  # what the master's metrics count (loadtest_faults_total)
 # Events that leave the run with fewer workers than it had: the steady window they fall in is not judged healthy.
 LOSSES = (LOST, QUIT)
-WATCH_S = 0.5  # how often the master's view of its workers is read (Locust marks a worker missing once a second)
+WATCH_S = 0.5  # how often the master reads its view of its workers, and a worker looks when it last heard the master
 # A worker is marked missing when HEARTBEAT_LIVENESS heartbeats in a row did not come: it died up to this long before.
 DETECTION_S = (HEARTBEAT_LIVENESS + 1) * HEARTBEAT_INTERVAL
 # A worker that hears nothing from its master for this long stops its users. By then the master has marked it
 # missing and given its users to the other workers (cut off from the master, it would double their load), or the
 # master is gone (its load would be orphaned: Locust's worker goes on for MASTER_HEARTBEAT_TIMEOUT, 60 s, then quits).
-# When the master hears it again it gives it users again.
-MASTER_LOST_S = DETECTION_S + HEARTBEAT_INTERVAL
+# When the master hears it again it gives it users again. The master answers each heartbeat at once but counts the
+# missed ones once a second: it marks a worker missing 4-5 s after its last heartbeat, a little later when busy. The
+# worker waits a second more than that, looking every WATCH_S, so it stops 1-2.5 s after its users were moved (at
+# 5 s, checked once a second, it stopped 2 ms before the master moved them, now and then).
+MASTER_LOST_S = DETECTION_S + 2 * HEARTBEAT_INTERVAL
 # A worker lost with at least this share of its memory limit in use at its last report was, most likely, killed by
 # the kernel for its memory (OOMKilled): its reports come every 3 s, a leak fills the rest in less.
 OUT_OF_MEMORY_SHARE = 0.8
@@ -160,9 +163,10 @@ class FaultLog:
                 heard = self.heard.get(worker, now - DETECTION_S)
                 # One lost before its first report sent for as long as the run, at the other workers' mean rate.
                 reported, rate = self.reported.get(worker, (self.started, self.mean_rate()))
+                # It died after its last heartbeat and its last report, before its next heartbeat: half-way.
+                died = (max(heard, reported) + heard + HEARTBEAT_INTERVAL) / 2
                 self._lose(Event(heard, LOST, worker, self.users.get(worker, 0), detected_s=round(now - heard, 1),
-                                 unreported=round(rate * max(0.0, heard + HEARTBEAT_INTERVAL / 2 - reported)),
-                                 cause=self.out_of_memory(worker)))
+                                 unreported=round(rate * max(0.0, died - reported)), cause=self.out_of_memory(worker)))
             elif before == STATE_MISSING and client.state != STATE_MISSING:
                 self._record(Event(now, BACK, worker, 0))
                 for lost in self.events:  # cut off, not dead: its reports came with it, nothing is unreported
@@ -322,7 +326,7 @@ def _stop_users_without_the_master(runner) -> None:
     """A worker's watch: its users stop once its master was not heard for MASTER_LOST_S (see there)."""
     def watch():
         while True:
-            gevent.sleep(HEARTBEAT_INTERVAL)
+            gevent.sleep(WATCH_S)
             heard = runner.last_heartbeat_timestamp
             if heard and runner.worker_state in (STATE_SPAWNING, STATE_RUNNING) and time.time() - heard > MASTER_LOST_S:
                 logger.error("no heartbeat from the master for %.0f s: this worker stops its users (its master has "
