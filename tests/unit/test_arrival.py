@@ -209,15 +209,15 @@ def test_the_cli_names_the_plugins_settings_as_the_plugin_does():
 
 
 def running_dispatcher(rate: float) -> loadtest_arrival.Dispatcher:
-    """A dispatcher with its pacer running (a greenlet of this test's own hub), its pool running."""
+    """A dispatcher on this test's own hub, its pool running: a user that parks gets its slot when due."""
     schedule = loadtest_arrival.Schedule()
     schedule.set_rate(rate)
     dispatcher = loadtest_arrival.Dispatcher(schedule, loadtest_arrival.Counts(), Event())
-    dispatcher.pool_running.set()
+    dispatcher.pool_runs()
     return dispatcher
 
 
-def test_the_pacer_hands_each_slot_to_the_user_that_parked_last():
+def test_each_slot_goes_to_the_user_that_parked_last():
     """Last in, first out: the users the rate needs keep their warm connections; the rest of the pool stays parked."""
     dispatcher = running_dispatcher(1000)
     woken = []
@@ -227,14 +227,11 @@ def test_the_pacer_hands_each_slot_to_the_user_that_parked_last():
         woken.append(name)
 
     users = [gevent.spawn(user, name) for name in "abc"]
-    gevent.sleep(0)  # all three park, a first
+    gevent.sleep(0)  # all three park, a first; the first slot is due at once, handed by the hub's next turn
     assert list(dispatcher.idle) == users
-    pacer = gevent.spawn(dispatcher.pace)
-    try:
-        gevent.joinall(users, timeout=5)
-    finally:
-        pacer.kill()
+    assert len(gevent.joinall(users, timeout=5)) == len(users)
     assert woken == ["c", "b", "a"] and dispatcher.counts.slots == 3 and not dispatcher.idle
+    assert dispatcher.counts.late == {"users": 0, "cpu": 0} and dispatcher.timer is None  # none parked: none armed
 
 
 def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_due_is_a_late_start():
@@ -247,20 +244,37 @@ def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_
     assert loadtest_arrival._iteration.lateness_ms >= 1000
 
 
-def test_no_slot_before_the_pool_runs_unless_it_never_says_so():
+def test_no_slot_before_the_pool_runs_unless_it_never_says_so(monkeypatch):
     """Slots handed while the pool is being spawned would all start late; a worker that joins a running test may
-    never hear spawning_complete, so the pacer starts POOL_WAIT_S after the test's start anyway."""
+    never hear spawning_complete, so slots start POOL_WAIT_S after the test's start anyway."""
+    monkeypatch.setattr(loadtest_arrival, "POOL_WAIT_S", 0.3)
     dispatcher = running_dispatcher(1000)
     dispatcher.hold()
-    dispatcher.pool_deadline = time.perf_counter() + 0.3
     started = time.perf_counter()
     user = gevent.spawn(dispatcher.wait_for_slot)
-    pacer = gevent.spawn(dispatcher.pace)
-    try:
-        user.join(timeout=5)
-    finally:
-        pacer.kill()
+    user.join(timeout=5)
     assert user.successful() and time.perf_counter() - started >= 0.3 and dispatcher.sending
+
+    dispatcher.hold()  # the next test: its pool runs before the wait is over
+    user = gevent.spawn(dispatcher.wait_for_slot)
+    gevent.sleep(0.05)
+    assert not user.dead
+    started = time.perf_counter()
+    dispatcher.pool_runs()
+    user.join(timeout=5)
+    assert user.successful() and time.perf_counter() - started < 0.2 and dispatcher.pool_timer is None
+
+
+def test_a_slot_waits_for_the_workers_share_of_the_rate():
+    """A worker's schedule has no rate until the master sends its share: a parked user waits, then gets a slot."""
+    dispatcher = running_dispatcher(1000)
+    dispatcher.schedule.interval = None
+    user = gevent.spawn(dispatcher.wait_for_slot)
+    gevent.sleep(0.05)
+    assert not user.dead and dispatcher.counts.slots == 0
+    dispatcher.schedule.set_rate(500)
+    user.join(timeout=5)
+    assert user.successful() and dispatcher.counts.slots == 1
 
 
 def test_the_first_slot_of_a_test_calls_its_hook_once():
@@ -270,12 +284,24 @@ def test_the_first_slot_of_a_test_calls_its_hook_once():
     calls = []
     dispatcher.on_first_slot = lambda: calls.append(time.perf_counter())
     users = [gevent.spawn(dispatcher.wait_for_slot) for _ in range(3)]
-    pacer = gevent.spawn(dispatcher.pace)
-    try:
-        gevent.joinall(users, timeout=5)
-    finally:
-        pacer.kill()
+    assert len(gevent.joinall(users, timeout=5)) == len(users)
     assert len(calls) == 1 and dispatcher.counts.slots == 3
+
+
+def test_the_first_slot_waits_for_the_users_spawned_before_the_pool_ran():
+    """Locust says spawning_complete with the last users spawned but not yet started (their starts wait in the hub's
+    queue): the first slot comes once they all parked. Handed among those starts, it was answered 0.1-0.2 s late,
+    and Locust's window, which begins at its first answer, read the rate 1 % high (benchmarks/arrival.py)."""
+    dispatcher = running_dispatcher(1000)
+    dispatcher.hold()
+    parked_at_the_first_slot = []
+    dispatcher.on_first_slot = lambda: parked_at_the_first_slot.append(len(dispatcher.idle))
+    users = [gevent.spawn(dispatcher.wait_for_slot) for _ in range(2000)]
+    dispatcher.pool_runs()  # spawning_complete: none of the 2,000 has run yet
+    assert not dispatcher.sending
+    assert len(gevent.joinall(users[-1:], timeout=5)) == 1
+    assert parked_at_the_first_slot == [2000]
+    gevent.killall(users)
 
 
 def test_slots_that_fall_due_while_the_run_stops_are_neither_counted_nor_sent():

@@ -226,33 +226,50 @@ class Dispatcher:
     """Hands the schedule's slots to the users as they fall due.
 
     A user that finishes its task takes a slot already due itself (no switch: the path under load). Otherwise it
-    parks, and the pacer hands the next slot, once due, to the user parked last. Last in, first out: the few users
-    the rate needs keep taking the slots with their warm connections, and the rest of the pool stays parked with no
-    connection and no timer until the target slows. (Handing slots round the whole pool, each user sleeping until
-    its own, kept every user's connection, timer and garbage busy: 6,000/s held per core, with half-second stalls at
-    the pool's start; 12,000-13,000/s now, benchmarks/arrival.py.)
+    parks, and the hub's timer hands the next slot, once due, to the user parked last. Last in, first out: the few
+    users the rate needs keep taking the slots with their warm connections, and the rest of the pool stays parked
+    with no connection and no timer until the target slows. (Handing slots round the whole pool, each user sleeping
+    until its own, kept every user's connection, timer and garbage busy: 6,000/s held per core, with half-second
+    stalls at the pool's start; 12,000-13,000/s now, benchmarks/arrival.py.) The timer's callback runs in the hub and
+    switches to each user itself, which runs until it waits on its request: no pacer greenlet to wake and put back
+    to sleep for every slot.
 
-    Slots wait while the pool is being spawned (sent then, they would all start late): the pacer starts at
-    spawning_complete, or POOL_WAIT_S after the test started, for a worker that joins a running test and may not
-    hear it. From test_stopping to the next test_start (`stopping`), a woken user stops (StopUser, as Locust's own
-    wait does) without sending or counting.
+    Slots wait while the pool is being spawned (sent then, they would all start late): from a test's start (hold)
+    until its pool runs (pool_runs, at spawning_complete), or POOL_WAIT_S after the start, for a worker that joins a
+    running test and may not hear it. From test_stopping to the next test_start (`stopping`), a woken user stops
+    (StopUser, as Locust's own wait does) without sending or counting.
     """
 
     def __init__(self, schedule: Schedule, counts: Counts, stopping: Event):
         self.schedule, self.counts, self.stopping = schedule, counts, stopping
         self.idle: dict = {}  # the parked users' greenlets, in the order they parked
-        self.parked = Event()  # set when a user parks: the pacer waits on it while no user is idle
-        self.pool_running = Event()
-        self.pool_deadline = 0.0  # the pacer starts by then even without spawning_complete
-        self.sending = False  # the pacer started for this test: users may take due slots themselves
-        self.on_first_slot = None  # called as the pacer hands a test's first slot
+        self.loop = get_hub().loop
+        self.timer = None  # the hub's timer for the next hand-out, while one is armed
+        self.pool_timer = None  # a test's POOL_WAIT_S, until its pool runs
+        self.starting = None  # the hub's callback that starts the slots once the pool runs, until it ran
+        self.handing = False  # in the timer's callback: a user that parks meanwhile is seen by the callback itself
+        self.sending = True  # not between a test's start and its pool running: slots are handed
+        self.on_first_slot = None  # called as a test's first slot is handed
 
     def hold(self) -> None:
-        """A test starts: no slots until its pool runs."""
+        """A test starts: no slots until its pool runs, or POOL_WAIT_S from now."""
         self.stopping.clear()
-        self.pool_running.clear()
         self.sending = False
-        self.pool_deadline = time.perf_counter() + POOL_WAIT_S
+        self._disarm()
+        self.pool_timer = self.loop.timer(POOL_WAIT_S)
+        self.pool_timer.start(self.pool_runs)
+
+    def pool_runs(self) -> None:
+        """The test's pool runs: slots once the users just spawned have started and parked (their starts wait in the
+        hub's queue of callbacks, ahead of this one). A first slot among those starts completed 0.1-0.2 s late, and
+        Locust's window, which begins at a request's first answer, read 1 % over the rate."""
+        self._disarm()
+        self.starting = self.loop.run_callback(self._start_sending)
+
+    def _start_sending(self) -> None:
+        self.starting = None
+        self.sending = True
+        self._arm()
 
     def wait_for_slot(self, user=None) -> int:
         """A user's wait_time: returns (0, Locust's sleep) once the user holds its slot, counted."""
@@ -278,42 +295,49 @@ class Dispatcher:
     def _park(self) -> float:
         me = getcurrent()
         self.idle[me] = None
-        if not self.parked.is_set():
-            self.parked.set()
+        self._arm()
         try:
-            return get_hub().switch()  # until the pacer switches back here with a slot
+            return get_hub().switch()  # until the timer's callback switches back here with a slot
         finally:
             self.idle.pop(me, None)
 
-    def pace(self) -> None:
-        """Forever: hand each slot as it falls due to the user parked last."""
-        clock = time.perf_counter
+    def _arm(self) -> None:
+        """The timer for the next slot, unless one is armed, no user is parked or the pool is not running yet. With
+        no share of the rate yet, it looks again every POLL_S."""
+        if self.timer is not None or self.handing or not self.idle or not self.sending:
+            return
+        schedule = self.schedule
+        if schedule.interval is None:
+            delay = POLL_S
+        else:
+            delay = 0.0 if schedule.next_at is None else max(0.0, schedule.next_at - time.perf_counter())
+        self.timer = self.loop.timer(delay)
+        self.timer.start(self._hand)
+
+    def _disarm(self) -> None:
+        for timer in (self.timer, self.pool_timer):
+            if timer is not None:
+                timer.close()
+        if self.starting is not None:
+            self.starting.stop()
+        self.timer = self.pool_timer = self.starting = None
+
+    def _hand(self) -> None:
+        """The timer's callback, in the hub: each slot due to the user parked last, then the timer again."""
+        self.timer = None
         schedule, idle = self.schedule, self.idle
-        run_callback = get_hub().loop.run_callback
-        while True:
-            if not self.sending:
-                if not self.pool_running.is_set() and (wait := self.pool_deadline - clock()) > 0:
-                    self.pool_running.wait(wait)
-                    continue
-                self.sending = True
-            if schedule.interval is None:  # no share yet
-                gevent.sleep(POLL_S)
-                continue
-            if not idle:
-                self.parked.clear()
-                self.parked.wait()
-                continue
-            now = clock()
-            due = schedule.next_at
-            if due is not None and due > now:
-                gevent.sleep(due - now)
-                continue
-            if due is None and self.on_first_slot is not None:
-                self.on_first_slot()
-            while idle and (schedule.next_at is None or schedule.next_at <= now):
-                user, _ = idle.popitem()
-                run_callback(user.switch, schedule.take(now))
-            gevent.sleep(0)  # the users handed slots run before the pacer looks again
+        if schedule.interval is not None:
+            self.handing = True
+            try:
+                now = time.perf_counter()
+                if schedule.next_at is None and self.on_first_slot is not None:
+                    self.on_first_slot()
+                while idle and (schedule.next_at is None or schedule.next_at <= now):
+                    user, _ = idle.popitem()
+                    user.switch(schedule.take(now))  # back here once the user waits on its request, or parks
+            finally:
+                self.handing = False
+        self._arm()
 
 
 def _install_schedule(environment, dispatcher: Dispatcher) -> None:
@@ -367,13 +391,12 @@ def _register_users_side(environment, rate: float | None, counts: Counts) -> Dis
     dispatcher = Dispatcher(schedule, counts, stopping)
     _install_schedule(environment, dispatcher)
     environment.events.test_start.add_listener(lambda **_: dispatcher.hold())
-    gevent.spawn(dispatcher.pace)
     gevent.spawn(probe_loop, counts, stopping)
 
     @environment.events.spawning_complete.add_listener
     def start(**_):
         schedule.restart(time.perf_counter())
-        dispatcher.pool_running.set()
+        dispatcher.pool_runs()
         # The pool's thousands of users live until the run ends: out of the collector's scans, a full collection no
         # longer stalls the loop past LATE_S (late starts at 8,000/s on one core: 2.7 % -> 1.4 %).
         gc.freeze()
