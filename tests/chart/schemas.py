@@ -64,8 +64,8 @@ def with_own_definitions(schema: dict, shared: dict) -> dict:
                     name = value.rpartition("/")[2]
                     node[key] = LOCAL_REF + name
                     if name not in own:
-                        own[name] = definition = json.loads(json.dumps(shared[name]))
-                        localize(definition)
+                        own[name] = shared[name]  # rewritten in place: its references are local already
+                        localize(own[name])
                 else:
                     localize(value)
         elif isinstance(node, list):
