@@ -39,9 +39,13 @@ FENCE = "LOADTEST-FENCE"
 # The routing table of what arrives from the bridge: the bridge's subnet, and "unreachable" for everything else.
 POD_ROUTES = "1980"
 NAMESPACE = "k8s.io"  # containerd's namespace for the CRI's containers and images
-# Sysctls the node needs: routing between the bridge's pods through Service addresses, and iptables on bridged
-# traffic (a reply from a pod to a pod on the same bridge must pass kube-proxy's NAT to be un-DNATed).
-SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"}
+# Sysctls the node needs: routing between the bridge's pods through Service addresses, iptables on bridged traffic
+# (a reply from a pod to a pod on the same bridge must pass kube-proxy's NAT to be un-DNATed), and an "unreachable"
+# answer to every packet of a pod that kube-proxy did not translate (see network_up). The kernel rate-limits those
+# answers per pod, twice over (the route's error, then ICMP): after two quick refusals a pod's connects hung for
+# 5 s and more with no answer at all (a worker retrying a master that is not ready drains them for its pod).
+SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1",
+           "net/ipv4/route/error_cost": "0", "net/ipv4/icmp_ratelimit": "0"}
 HOUSEKEEPING_INTERVAL = "5s"  # cAdvisor's refresh of container stats: see _start_kubelet
 COREDNS_PORT = 1053  # above 1024: the unprivileged CoreDNS needs no capability
 
@@ -91,8 +95,9 @@ def network_up(node_dir: Path) -> None:
         _run("ip", "addr", "add", f"{NODE_IP}/{NODE_POD_CIDR.split('/')[1]}", "dev", BRIDGE)
     _run("ip", "link", "set", BRIDGE, "up")
     saved = node_dir / "sysctls.json"
-    if not saved.exists():  # the values before the first node up, restored by network_down
-        saved.write_text(json.dumps({k: Path("/proc/sys", k).read_text().strip() for k in SYSCTLS}))
+    # The values before the first node up, restored by network_down; a key new since an earlier up, its value now.
+    before = json.loads(saved.read_text()) if saved.exists() else {}
+    saved.write_text(json.dumps({k: before.get(k) or Path("/proc/sys", k).read_text().strip() for k in SYSCTLS}))
     for key, value in SYSCTLS.items():
         Path("/proc/sys", key).write_text(value)
     # In mangle FORWARD, ahead of kube-proxy's filter rules: pod traffic stays on the bridge, nothing is routed
