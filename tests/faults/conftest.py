@@ -26,22 +26,32 @@ def steady_lines(series: Path) -> int:
     return sum(",steady," in line for line in series.read_text().splitlines()) if series.exists() else 0
 
 
+# The local stack's start (nginx, the master, each worker up to STARTUP_TIMEOUT_S) and its ramp-up, beside the
+# layers that run alongside this one on the same two cores: 30 s was once too short.
+RUN_STARTED_TIMEOUT_S = 4 * STARTUP_TIMEOUT_S
+
+
 def run_local_with_a_fault(out: Path, args: list[str], steady_s: int, fault, timeout_s: float):
     """`loadtest run --local --output OUT ARGS` as a user types it, and `fault(its pid)` once its series.csv has
     `steady_s` steady seconds: (exit code, stdout, stderr, when the fault was injected)."""
-    proc = subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
-        wait_for("steady seconds in series.csv", lambda: steady_lines(out / "series.csv") >= steady_s,
-                 STARTUP_TIMEOUT_S * 2, until=lambda ok: ok or proc.poll() is not None)
-        fault(proc.pid)
-        injected = time.time()
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, stdout, stderr, injected
+    # What it prints, beside the run's folder (which the run creates itself): a pipe nobody reads while it runs
+    # could fill.
+    printed = {name: out.parent / f"{out.name}.{name}" for name in ("stdout", "stderr")}
+    with printed["stdout"].open("w") as stdout, printed["stderr"].open("w") as stderr, subprocess.Popen(
+            [sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), *args], stdout=stdout,
+            stderr=stderr, stdin=subprocess.DEVNULL) as proc:
+        try:
+            wait_for("steady seconds in series.csv", lambda: steady_lines(out / "series.csv") >= steady_s,
+                     RUN_STARTED_TIMEOUT_S + steady_s, until=lambda ok: ok or proc.poll() is not None,
+                     detail=lambda: "the run printed:\n" + "".join(p.read_text()[-2000:] for p in printed.values()))
+            fault(proc.pid)
+            injected = time.time()
+            proc.wait(timeout=timeout_s)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return proc.returncode, printed["stdout"].read_text(), printed["stderr"].read_text(), injected
 
 
 class JudgedRun:
