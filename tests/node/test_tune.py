@@ -3,8 +3,9 @@ tune`: a release with a thin worker (100m) offered several times what it can sen
 call it generator-bound, LoadGeneratorSaturated fires and the advice says give it a whole core; `loadtest tune
 --apply --yes` reads the release, makes that change with helm (the same master keeps the run), watches the next
 steady window and reports before and after; the throttling ends, the rate measured by the release's Prometheus is at
-least 3x what the thin worker sent and the verdict is no longer generator-bound; `loadtest tune` again finds the
-generator no longer the limit and changes nothing.
+least 3x what the thin worker sent and the verdict is no longer generator-bound (on a slow host, whose core sends
+less than the offer, bound by the whole core's CPU instead); `loadtest tune` again finds the next step and changes
+nothing.
 
 What the physics guarantees on any 2-core machine, busy or not: the thin worker sends at most ~15 % of what a whole
 core sends (its quota is a tenth of one), and the whole-core worker, whatever share of a core it gets beside the hog,
@@ -24,9 +25,9 @@ from loadtest.judging import tuning
 
 # 400 users, each waiting 20 ms between requests: some 16,000 RPS offered once the responses' few ms are added. A
 # 100m worker sends at most a tenth of what a whole core does (LeanHttpUser: some 3,300 of 34,000), so the offer is
-# near 5x the thin worker's rate and under half a whole core's: the whole-core worker has headroom even beside the
-# hog (the offered load, not its CPU, holds it). At 200 users (9,000 offered) the after side was capped under 3x a
-# 3,200 RPS thin worker; at 300, 2,900 -> 11,000 (3.8x).
+# near 5x the thin worker's rate and under half a whole core's on a fast host: the whole-core worker has headroom
+# even beside the hog (the offered load, not its CPU, holds it). At 200 users (9,000 offered) the after side was
+# capped under 3x a 3,200 RPS thin worker; at 300, 2,900 -> 11,000 (3.8x).
 LOAD = ("--set", "locust.mode=autostart", "--set", "locust.autostart.users=400",
         "--set", "locust.autostart.spawnRate=400", "--set", "locust.extraEnv[0].name=LOADTEST_WAIT",
         "--set-string", "locust.extraEnv[0].value=0.02", "--set", "locust.target=backend")
@@ -79,8 +80,11 @@ def test_a_thin_worker_plateaus_throttled_and_tune_gives_it_a_core_beside_a_cpu_
     table = applied.stdout.split("Before and after", 1)[1].splitlines()
     lines = {line.split()[0]: line.split()[1:] for line in table if line.startswith("  ") and line.split()}
     before_rps, after_rps = (float(x.replace(",", "")) for x in lines["RPS"])
-    assert lines["verdict"][0] == "generator-bound" and lines["verdict"][1] != "generator-bound", lines
+    assert lines["verdict"][0] == "generator-bound", lines
     assert after_rps >= 3 * before_rps, lines
+    # The offer fits in a whole core of a fast host; a slow one's core (11,700 RPS beside the hog on 2026-11-26)
+    # sends less than it, and there the whole-core worker is the limit again, by its CPU, not by its quota.
+    core_is_the_limit = lines["verdict"][1] == "generator-bound"
 
     # The release's own Prometheus, apart from tune, which waited two windows after the rollout: the rules'
     # window and this one hold the whole-core worker alone. A whole core for one single-threaded worker: CFS no
@@ -94,16 +98,16 @@ def test_a_thin_worker_plateaus_throttled_and_tune_gives_it_a_core_beside_a_cpu_
           f"whole core sends ({per_core:,.0f} RPS); tune measured {before_rps:,.0f} -> {after_rps:,.0f}")
     assert whole >= 3 * thin
     assert thin <= 0.15 * per_core
+    assert not core_is_the_limit or whole_cores >= 0.75, "generator-bound after tune, with CPU to spare"
     worker = cluster.kubectl("get", "deployment", "-n", namespace, "lt-locust-worker", "-o",
                              "jsonpath={.spec.template.spec.containers[0].resources.limits.cpu}")
     assert worker in ("1", "1000m")
 
     # A whole window of the changed release: the rules' advice has left the thin worker behind.
-    prometheus.wait(f'loadtest:advice{{{RELEASE}, advice=~"{tuning.SWEEP_TARGET}|{tuning.RAISE_USERS}"}}',
-                    lambda v: v == 1, timeout=120)
+    next_steps = (tuning.MORE_GENERATOR,) if core_is_the_limit else (tuning.SWEEP_TARGET, tuning.RAISE_USERS)
+    prometheus.wait(f'loadtest:advice{{{RELEASE}, advice=~"{"|".join(next_steps)}"}}', lambda v: v == 1, timeout=120)
     history = revision(helm, namespace)
     again = loadtest_tune(cluster, namespace)
     assert again.returncode == 0, again.stderr
-    assert any(f"Diagnosis        {d}:" in again.stdout for d in (tuning.SWEEP_TARGET, tuning.RAISE_USERS)), \
-        again.stdout
+    assert any(f"Diagnosis        {d}:" in again.stdout for d in next_steps), again.stdout
     assert revision(helm, namespace) == history, "tune without --apply changed the release"
