@@ -86,16 +86,26 @@ def test_a_bad_rate_stops_the_process_naming_the_variable(monkeypatch, text):
         loadtest_arrival.configured_rate()
 
 
+def test_service_times_folded_per_report_are_what_locust_logs_one_by_one():
+    times = [0.4, 0.5, 1.49, 99.5, 147.0, 3432.2, 58760.0, 12.0, 12.2]
+    logged = loadtest_arrival.service_entry()
+    for ms in times:
+        logged.log(ms, 0)
+    folded = loadtest_arrival.folded(times, time.time()).serialize()
+    kept = ("num_requests", "total_response_time", "min_response_time", "max_response_time", "response_times")
+    assert {k: folded[k] for k in kept} == {k: logged.serialize()[k] for k in kept}
+    assert loadtest_arrival.folded([], time.time()).num_requests == 0
+
+
 def test_totals_sum_the_workers_reports_and_write_what_the_cli_reads(tmp_path):
     counts = [loadtest_arrival.Counts(), loadtest_arrival.Counts()]
     for i, c in enumerate(counts):
         c.slots, c.late = 1000, {"users": 10 * i, "cpu": 5}
-        for ms in range(100):
-            c.service.log(ms, 0)
+        c.service_ms += [float(ms) for ms in range(100)]
     totals = loadtest_arrival.Totals(2000)
     for i, c in enumerate(counts):
         totals.add(f"w{i}", {loadtest_arrival.REPORT_KEY: c.report()})
-    assert counts[0].slots == 0 and counts[0].service.num_requests == 0  # reports are deltas
+    assert counts[0].slots == 0 and counts[0].service_ms == []  # reports are deltas
     totals.add("w0", {"stats": []})  # a worker without the plugin adds nothing
     path = tmp_path / arrival.FILE
     path.write_text(json.dumps(totals.to_json()))
@@ -324,7 +334,7 @@ def test_slots_that_fall_due_while_the_run_stops_are_neither_counted_nor_sent():
     assert user.wait_time() == 0 and dispatcher.counts.slots == 1
     environment.events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0,
                                     exception=None, context={})
-    assert len(reported) == 1 and dispatcher.counts.service.num_requests == 1  # the service time kept beside
+    assert len(reported) == 1 and dispatcher.counts.service_ms == [1.0]  # the service time kept beside
     dispatcher.schedule.next_at -= 1
     dispatcher.stopping.set()
     with pytest.raises(StopUser):

@@ -24,7 +24,9 @@ worker starved of CPU by its limit or its neighbours); a few lagging probes are 
 starts are named so, not blamed on CPU (the verdict, loadtest_verdict.generator_limit).
 
 Every User class loaded gets the schedule in place of its wait_time (and before its first task). A TaskSet with a
-wait_time of its own would send on its own clock, not the rate's: the process refuses to start, naming it. Metrics (on the master, through loadtest_metrics):
+wait_time of its own would send on its own clock, not the rate's: the process refuses to start, naming it.
+
+Metrics (on the master, through loadtest_metrics):
   locust_arrival_rate_offered_rps               the rate asked for, all workers together
   locust_worker_arrival_slots_total{worker}     slots the worker's schedule handed out
   locust_worker_late_starts_total{worker,cause} late starts, cause "users" or "cpu"
@@ -40,6 +42,7 @@ import logging
 import math
 import os
 import time
+from collections import Counter
 
 import gevent
 from gevent import get_hub, getcurrent
@@ -48,7 +51,7 @@ from gevent.local import local
 from locust import TaskSet, events
 from locust.exception import StopUser
 from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunner
-from locust.stats import RequestStats, StatsEntry
+from locust.stats import RequestStats, StatsEntry, bucket_response_time
 
 import loadtest_verdict
 
@@ -117,20 +120,34 @@ def service_entry() -> StatsEntry:
     return StatsEntry(RequestStats(), "service time", "", use_response_times_cache=True)
 
 
+def folded(service_ms: list[float], now: float) -> StatsEntry:
+    """The service times of a report as Locust's entry holds them (its buckets, sum, extremes), counted at `now`."""
+    entry = service_entry()
+    if service_ms:
+        entry.num_requests = len(service_ms)
+        entry.total_response_time = sum(service_ms)
+        entry.min_response_time, entry.max_response_time = min(service_ms), max(service_ms)
+        entry.response_times.update(Counter(map(bucket_response_time, service_ms)))
+        entry.num_reqs_per_sec[int(now)] = len(service_ms)
+        entry.last_request_timestamp = now
+    return entry
+
+
 class Counts:
-    """One process's slots and late starts since its last report, and its service times."""
+    """One process's slots and late starts since its last report, and its service times: kept as they come and
+    folded into Locust's entry once per report (a StatsEntry.log per request cost 1.4 us of some 60)."""
 
     def __init__(self):
         self.slots = 0
         self.late = dict.fromkeys(CAUSES, 0)
-        self.service = service_entry()
+        self.service_ms: list[float] = []
         self.loop = {"probes": 0, "lagged": 0, "max_lag_ms": 0.0}
 
     def report(self) -> dict:
         """What the worker sends to the master with its stats, then counted afresh (deltas, like Locust's own)."""
-        data = {"slots": self.slots, "late": dict(self.late), "service": self.service.get_stripped_report(),
-                "loop": dict(self.loop)}
-        self.slots, self.late = 0, dict.fromkeys(CAUSES, 0)
+        data = {"slots": self.slots, "late": dict(self.late),
+                "service": folded(self.service_ms, time.time()).get_stripped_report(), "loop": dict(self.loop)}
+        self.slots, self.late, self.service_ms = 0, dict.fromkeys(CAUSES, 0), []
         self.loop = {"probes": 0, "lagged": 0, "max_lag_ms": 0.0}
         return data
 
@@ -373,7 +390,7 @@ def _install_schedule(environment, dispatcher: Dispatcher) -> None:
         lateness = getattr(_iteration, "lateness_ms", None)
         service = kwargs.get("response_time")
         if lateness is not None and service is not None:
-            counts.service.log(service, 0)
+            counts.service_ms.append(service)
             kwargs["response_time"] = service + lateness
         return fire(reverse=reverse, **kwargs)
 
@@ -404,7 +421,7 @@ def _register_users_side(environment, rate: float | None, counts: Counts) -> Dis
     return dispatcher
 
 
-# --- registration ------------------------------------------------------------------------------------------------------
+# --- registration -----------------------------------------------------------------------------------------------------
 
 def share_workers(runner, rate: float, sent: dict[str, float], ready: set[str]) -> dict[str, float]:
     """One pass of the master's loop: each connected worker's share of the rate, sent when the count changed since
