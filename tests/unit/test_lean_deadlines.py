@@ -65,7 +65,9 @@ def test_a_silent_request_ends_at_its_deadline_and_the_answered_ones_are_untouch
         assert silent.request("/silent") is None
     took = time.perf_counter() - started
     asking.join(timeout=10)
-    assert TIMEOUT_S <= took <= TIMEOUT_S + leanhttp.DEADLINE_CHECK_S + 0.2, took
+    # Not before its deadline, and by it rather than by anything slower (the bound leaves room for a busy machine:
+    # this layer runs beside others).
+    assert TIMEOUT_S <= took < TIMEOUT_S + leanhttp.DEADLINE_CHECK_S + 2, took
     errors = [(r["name"], str(r["exception"])) for r in reported if r["exception"] is not None]
     assert errors == [("/silent", f"no complete response within {TIMEOUT_S:g} s")]
     assert sum(r["name"] == "/fast" for r in reported) == 50
