@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -48,9 +49,13 @@ def run_local_with_a_fault(out: Path, args: list[str], steady_s: int, fault, tim
             injected = time.time()
             proc.wait(timeout=timeout_s)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            if proc.poll() is None:  # the test failed: interrupted as a user would, so it stops its stack
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=STARTUP_TIMEOUT_S * 2)
+                except subprocess.TimeoutExpired:
+                    proc.kill()  # its nginx and Locust would be left running: the SIGKILL only when it hangs
+                    proc.wait()
     return proc.returncode, printed["stdout"].read_text(), printed["stderr"].read_text(), injected
 
 
