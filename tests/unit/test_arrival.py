@@ -249,7 +249,7 @@ def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_
     dispatcher.sending = True
     schedule = dispatcher.schedule
     schedule.next_at = time.perf_counter() - 1  # a second overdue: every user was busy
-    assert dispatcher.wait_for_slot() == 0  # no pacer runs: it did not park
+    assert dispatcher.wait_for_slot() is not loadtest_arrival.PARKED  # it did not park: Locust's wait sleeps 0 s
     assert dispatcher.counts.late == {"users": 1, "cpu": 0} and dispatcher.counts.slots == 1
     assert loadtest_arrival._iteration.lateness_ms >= 1000
 
@@ -342,3 +342,61 @@ def test_slots_that_fall_due_while_the_run_stops_are_neither_counted_nor_sent():
     environment.events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0,
                                     exception=None, context={})
     assert dispatcher.counts.slots == 1 and dispatcher.counts.late == {"users": 0, "cpu": 0} and len(reported) == 1
+
+
+def test_a_user_woken_with_its_slot_runs_its_task_without_a_second_trip_through_the_loop():
+    """A user that parked has yielded already: nothing else runs between its slot and its task (Locust's own wait
+    would sleep 0 s there, letting every ready greenlet go first)."""
+    turns = {"others": 0}
+    parked_tasks = []  # for each task after a parked wait: how often the other greenlet ran since the slot
+
+    class Paced(User):
+        @task
+        def send(self):
+            if turns["parked"]:
+                parked_tasks.append(turns["others"] - turns["at_the_slot"])
+            if len(parked_tasks) == 5:
+                raise StopUser()
+
+    class Recording(loadtest_arrival.Dispatcher):
+        def wait_for_slot(self, user=None):
+            wait = super().wait_for_slot(user)
+            turns["at_the_slot"], turns["parked"] = turns["others"], wait is loadtest_arrival.PARKED
+            return wait
+
+    def other():
+        while True:
+            turns["others"] += 1
+            gevent.sleep(0)
+
+    schedule = loadtest_arrival.Schedule()
+    schedule.set_rate(100)
+    dispatcher = Recording(schedule, loadtest_arrival.Counts(), Event())
+    dispatcher.pool_runs()
+    environment = Environment(user_classes=[Paced])
+    loadtest_arrival._install_schedule(environment, dispatcher)
+    busy = gevent.spawn(other)
+    user = gevent.spawn(Paced(environment).run)
+    user.join(timeout=5)
+    busy.kill()
+    assert parked_tasks == [0] * 5 and turns["others"] > 5  # the other greenlet ran while the user was parked
+
+
+def test_a_user_behind_its_slots_still_lets_the_loop_run_between_its_tasks():
+    """A user that takes a slot already due has not yielded: Locust's wait still sleeps 0 s, so a task that never
+    waits, a second behind its slots, cannot hold the loop (heartbeats, reports) until it caught up."""
+    class Busy(User):
+        @task
+        def work(self):
+            pass
+
+    environment = Environment(user_classes=[Busy])
+    dispatcher = running_dispatcher(1000)
+    loadtest_arrival._install_schedule(environment, dispatcher)
+    dispatcher.sending = True
+    dispatcher.schedule.next_at = time.perf_counter() - 1  # a thousand slots due
+    user = gevent.spawn(Busy(environment).run)
+    gevent.sleep(0)  # the user starts; this test's greenlet runs again after its first task or two
+    seen = dispatcher.counts.slots
+    user.kill()
+    assert 1 <= seen <= 3

@@ -239,6 +239,14 @@ def own_wait_times(tasks) -> list[str]:
 _iteration = local()  # per user greenlet: how late its current task started, in ms
 
 
+class _Parked(float):
+    """The wait_time of a user that parked for its slot: 0 s, that Locust's wait does not sleep (see
+    _install_schedule)."""
+
+
+PARKED = _Parked(0)
+
+
 class Dispatcher:
     """Hands the schedule's slots to the users as they fall due.
 
@@ -288,8 +296,9 @@ class Dispatcher:
         self.sending = True
         self._arm()
 
-    def wait_for_slot(self, user=None) -> int:
-        """A user's wait_time: returns (0, Locust's sleep) once the user holds its slot, counted."""
+    def wait_for_slot(self, user=None) -> float:
+        """A user's wait_time: returns (0 s, Locust's sleep; PARKED if it parked) once the user holds its slot,
+        counted."""
         clock = time.perf_counter
         schedule = self.schedule
         now = clock()
@@ -297,9 +306,11 @@ class Dispatcher:
         if self.sending and due is not None and due <= now:
             slot = schedule.take(now)
             late = "users" if now - slot > LATE_S else None  # it waited for a user to come free
+            wait = 0
         else:
             slot = self._park()
             late = "cpu" if clock() - slot > LATE_S else None  # a user was idle: the loop handed it late
+            wait = PARKED
         if self.stopping.is_set():
             raise StopUser()
         counts = self.counts
@@ -307,7 +318,7 @@ class Dispatcher:
             counts.late[late] += 1
         counts.slots += 1
         _iteration.lateness_ms = max(0.0, clock() - slot) * 1000
-        return 0
+        return wait
 
     def _park(self) -> float:
         me = getcurrent()
@@ -357,6 +368,11 @@ class Dispatcher:
         self._arm()
 
 
+def _sleep_unless_parked(taskset, seconds: float, sleep=gevent.sleep) -> None:
+    if seconds is not PARKED:
+        sleep(seconds)
+
+
 def _install_schedule(environment, dispatcher: Dispatcher) -> None:
     """The dispatcher's wait in every User class, before its first task too; the slot's lateness in every request's
     response time."""
@@ -374,6 +390,11 @@ def _install_schedule(environment, dispatcher: Dispatcher) -> None:
             wait_for_slot(self)  # the first task waits for its slot too
 
         user_class.on_start = on_start
+
+    # A user that parked for its slot has yielded already (the hub's timer switched back to it): Locust's wait would
+    # then sleep 0 s, a second trip through the event loop for nothing (two switches and a callback a request). A
+    # user that took a slot already due still sleeps 0 s there, so a task that never waits cannot hold the loop.
+    TaskSet._sleep = _sleep_unless_parked
 
     # Every request event of a user's task carries its service time; the slot's lateness makes it the response time
     # from the intended send, for Locust's statistics and every other listener alike.
