@@ -227,6 +227,19 @@ def running_dispatcher(rate: float) -> loadtest_arrival.Dispatcher:
     return dispatcher
 
 
+def idle_user(dispatcher: loadtest_arrival.Dispatcher) -> User:
+    """A user whose task sends nothing and never waits, its class's schedule the dispatcher's as the plugin's init
+    installs it (a class of its own: the install wraps the class's on_start)."""
+    class Idle(User):
+        @task
+        def send(self):
+            pass
+
+    environment = Environment(user_classes=[Idle])
+    loadtest_arrival._install_schedule(environment, dispatcher)
+    return Idle(environment)
+
+
 def test_each_slot_goes_to_the_user_that_parked_last():
     """Last in, first out: the users the rate needs keep their warm connections; the rest of the pool stays parked."""
     dispatcher = running_dispatcher(1000)
@@ -318,19 +331,13 @@ def test_slots_that_fall_due_while_the_run_stops_are_neither_counted_nor_sent():
     """Locust stops a pool of thousands of users one by one; a slot due meanwhile wakes late because of that, not
     because of the generator (the benchmark's runs ended with 1.3 % late starts from it). It stops its user, and an
     answer read meanwhile is not reported (the stop stretched an 8 s window by 0.2 s)."""
-    class Pool(User):
-        @task
-        def send(self):
-            pass
-
-    environment = Environment(user_classes=[Pool])
     dispatcher = running_dispatcher(1000)
-    loadtest_arrival._install_schedule(environment, dispatcher)
+    user = idle_user(dispatcher)
+    environment = user.environment
     reported = []
     environment.events.request.add_listener(lambda **kwargs: reported.append(kwargs["response_time"]))
     dispatcher.sending = True
     dispatcher.schedule.next_at = time.perf_counter()
-    user = Pool(environment)
     assert user.wait_time() == 0 and dispatcher.counts.slots == 1
     environment.events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0,
                                     exception=None, context={})
@@ -385,17 +392,11 @@ def test_a_user_woken_with_its_slot_runs_its_task_without_a_second_trip_through_
 def test_a_user_behind_its_slots_still_lets_the_loop_run_between_its_tasks():
     """A user that takes a slot already due has not yielded: Locust's wait still sleeps 0 s, so a task that never
     waits, a second behind its slots, cannot hold the loop (heartbeats, reports) until it caught up."""
-    class Busy(User):
-        @task
-        def work(self):
-            pass
-
-    environment = Environment(user_classes=[Busy])
     dispatcher = running_dispatcher(1000)
-    loadtest_arrival._install_schedule(environment, dispatcher)
+    idle = idle_user(dispatcher)
     dispatcher.sending = True
     dispatcher.schedule.next_at = time.perf_counter() - 1  # a thousand slots due
-    user = gevent.spawn(Busy(environment).run)
+    user = gevent.spawn(idle.run)
     gevent.sleep(0)  # the user starts; this test's greenlet runs again after its first task or two
     seen = dispatcher.counts.slots
     user.kill()
