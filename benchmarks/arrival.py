@@ -10,9 +10,10 @@ started late (for want of a free user or of CPU); the climb stops at the first r
 scripts/setup) runs with one Go processor (-cpus 1) pinned to CPU 1, as fast as it goes: its ceiling on one core.
 Then both run at half the rate held, vegeta paced, to compare Locust's p99 (from each request's slot) with vegeta's;
 and the Locust process's largest resident memory gives its memory per 1,000 pool users. Each run starts with vegeta
-paced at 4,000/s, the host's noise: a p99 over 10 ms there marks the run's figures as the host's ceiling. Each of
---runs runs does all of that; the end prints min / median / max. No assertions: this prints figures and the ratio
-for docs/open-model.md ("Per core").
+paced at 4,000/s and benchmarks/steadiness.py on both CPUs, the host's noise: a p99 over 10 ms there, or a CPU
+slowed for longer than a late start, marks the run's figures as the host's ceiling. Each of --runs runs does all of
+that; the end prints min / median / max. No assertions: this prints figures and the ratio for docs/open-model.md
+("Per core").
 """
 from __future__ import annotations
 
@@ -27,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-from generators import GENERATOR_CPU, Target, spread  # a sibling script: the same pinned nginx
+from generators import GENERATOR_CPU, TARGET_CPU, Target, spread  # a sibling script: the same pinned nginx
+from steadiness import Steadiness, measure as cpu_steadiness  # and the host's CPUs, checked the same way
 
 from loadtest.errors import RunFailed
-from loadtest.judging import checks, locuststats
+from loadtest.judging import checks, locuststats, verdict
 from loadtest.runtime import localrun, tools, vegeta
 from loadtest.runtime.locust import command as locust_command
 from loadtest.runtime.locust import with_plugin
@@ -43,10 +45,12 @@ DEFAULT_RATES = "2000,4000,6000,8000,10000,11000,12000,13000,14000,15000,16000,1
 # of its own (2,384 connections for 8,000 requests at 4,000/s), whose SYNs the loopback then drops for seconds.
 VEGETA_WORKERS = 64
 LATE_MAX = 0.01
-# The host's own noise, checked before each run: vegeta paced at HOST_CHECK_RATE on the generator's core. On a quiet
-# host its p99 stays within a few ms; a host that stalls loopback answers for tens of ms makes every open-model
-# generator late, so the rate held is the host's ceiling, not the generator's (docs/open-model.md has both days).
+# The host's own noise, checked before each run: vegeta paced at HOST_CHECK_RATE on the generator's core, and both
+# CPUs' steadiness. On a quiet host vegeta's p99 stays within a few ms; a host whose CPUs slow down for tens of ms at
+# a time stalls loopback answers as long and makes every open-model generator late, so the rate held is the host's
+# ceiling, not the generator's (docs/open-model.md has both days).
 HOST_CHECK_RATE, HOST_CHECK_S, HOST_QUIET_P99_MS = 4000, 5, 10.0
+STEADINESS_S = 3.0
 
 
 @dataclass
@@ -135,8 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nvegeta {vegeta.version()}; over {len(runs)} runs, min / median / max:")
     if noisy := [r for r in runs if r.noisy_host]:
         print(f"{len(noisy)} of {len(runs)} run(s) on a noisy host (vegeta's p99 over {HOST_QUIET_P99_MS:g} ms at "
-              f"{HOST_CHECK_RATE:,}/s): their rates held are the host's ceiling, not the generator's; run again on a "
-              "quiet machine")
+              f"{HOST_CHECK_RATE:,}/s, or a CPU slowed for over {verdict.LATE_MS} ms): their rates held are the "
+              "host's ceiling, not the generator's; run again on a quiet machine")
     held = [r for r in runs if r.best is not None]
     if len(held) < len(runs):
         print(f"Locust held none of the rates asked in {len(runs) - len(held)} run(s): start lower (--rates)")
@@ -154,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {what}: {spread(values, form)}")
     print(f"  the host's noise, vegeta's p99 at {HOST_CHECK_RATE:,}/s before each run, ms: "
           f"{spread([r.host_p99_ms for r in runs], '{:.1f}')}")
+    print(f"  the host's CPUs before each run, their longest slowed stretch, ms: "
+          f"{spread([r.slowed_ms for r in runs], '{:.1f}')}")
     return 0
 
 
@@ -164,10 +170,15 @@ class Run:
     half: Step | None = None  # Locust at half the rate held
     vegeta_half: vegeta.Attack | None = None  # vegeta paced at that rate
     host_p99_ms: float = 0.0  # vegeta's p99 at HOST_CHECK_RATE before the run
+    steadiness: tuple[Steadiness, ...] = ()  # both CPUs', before the run
+
+    @property
+    def slowed_ms(self) -> float:
+        return max((s.longest_ms for s in self.steadiness), default=0.0)
 
     @property
     def noisy_host(self) -> bool:
-        return self.host_p99_ms > HOST_QUIET_P99_MS
+        return self.host_p99_ms > HOST_QUIET_P99_MS or self.slowed_ms > verdict.LATE_MS
 
 
 def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> Run:
@@ -175,9 +186,13 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
     url = f"{target.url}/1kb"
     host_p99_ms = vegeta.attack(url, HOST_CHECK_RATE, HOST_CHECK_S, workers=VEGETA_WORKERS, cpus=1,
                                 pin=[GENERATOR_CPU]).p99_ms
+    steadiness = tuple(cpu_steadiness([TARGET_CPU, GENERATOR_CPU], STEADINESS_S))
+    slowed_ms = max(s.longest_ms for s in steadiness)
     print(f"the host's noise: vegeta's p99 at {HOST_CHECK_RATE:,}/s {host_p99_ms:.1f} ms "
           f"({'quiet' if host_p99_ms <= HOST_QUIET_P99_MS else 'NOISY'}: a quiet host's is under "
-          f"{HOST_QUIET_P99_MS:g} ms)", flush=True)
+          f"{HOST_QUIET_P99_MS:g} ms)\nthe host's CPUs: {'; '.join(map(str, steadiness))} "
+          f"({'steady' if slowed_ms <= verdict.LATE_MS else 'NOISY'}: a stretch over {verdict.LATE_MS} ms makes "
+          "slots late)", flush=True)
     print(f"{'offered':>8} {'achieved':>9} {'late':>7} {'p50':>6} {'p99':>6} {'MiB':>5}  (Locust open model, 1 core)")
     best = None
     for rate in rates:
@@ -188,7 +203,7 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
             break
         best = step
     run = Run(best, vegeta.max_rate(url, duration_s=step_s, cpus=1, workers=VEGETA_WORKERS, pin=[GENERATOR_CPU]),
-              host_p99_ms=host_p99_ms)
+              host_p99_ms=host_p99_ms, steadiness=steadiness)
     print(f"vegeta on 1 core, as fast as it goes: {run.reference.achieved_rps:,.0f} requests/s", flush=True)
     if best is not None:
         half = best.offered / 2

@@ -3,6 +3,7 @@ add up. The figures themselves are the benchmarks' to print, not a test's to tim
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import pytest
 from helpers import wait_for
@@ -14,6 +15,7 @@ sys.path.insert(0, str(paths.HOME / "benchmarks"))
 import arrival  # noqa: E402  (benchmark scripts, found through the path above)
 import generators  # noqa: E402
 import master  # noqa: E402
+import steadiness  # noqa: E402
 import swarm  # noqa: E402
 
 
@@ -45,6 +47,23 @@ def test_an_open_model_step_reads_the_rate_sent_and_its_late_starts(nginx, tmp_p
     # A run whose host check found vegeta's p99 over the quiet bound is marked the host's, not the generator's.
     assert not arrival.Run(held, None, host_p99_ms=arrival.HOST_QUIET_P99_MS).noisy_host
     assert arrival.Run(held, None, host_p99_ms=arrival.HOST_QUIET_P99_MS + 0.1).noisy_host
+    # So is one whose CPU slowed down for longer than a late start.
+    slowed = steadiness.Steadiness(cpu=1, seconds=3, slow_share=0.01, longest_ms=arrival.verdict.LATE_MS)
+    assert not arrival.Run(held, None, steadiness=(slowed,)).noisy_host
+    assert arrival.Run(held, None, steadiness=(slowed, replace(slowed, longest_ms=slowed.longest_ms + 0.1))).noisy_host
+
+
+def test_the_cpu_check_finds_stretches_of_slow_pieces():
+    even = [(i * 1e-5, 1e-5) for i in range(1000)]  # 10 ms of pieces at one speed
+    # 5 pieces five times slower from 10 ms on, then one more 3 ms after them: another stretch (over EPISODE_GAP_S)
+    slow = [(0.010 + i * 5e-5, 5e-5) for i in range(5)] + [(0.01525 + 0.003, 5e-5)]
+    found = steadiness.stretches(even + slow)
+    assert found == [(0.010, pytest.approx(0.01025)), (0.01825, pytest.approx(0.0183))]
+    figures = steadiness.summary(0, 1.0, even + slow)
+    assert figures.slow_share == pytest.approx(0.0003) and figures.longest_ms == pytest.approx(0.25)
+    # The probe itself, on both CPUs at once: a figure for each, whatever the host.
+    measured = steadiness.measure([0, 1], 0.2)
+    assert [m.cpu for m in measured] == [0, 1] and all(0 <= m.slow_share <= 1 for m in measured)
 
 
 def test_the_recording_holds_a_real_workers_messages_with_the_plugins_extras(recording):
