@@ -50,7 +50,6 @@ LATE_MAX = 0.01
 # a time stalls loopback answers as long and makes every open-model generator late, so the rate held is the host's
 # ceiling, not the generator's (docs/open-model.md has both days).
 HOST_CHECK_RATE, HOST_CHECK_S, HOST_QUIET_P99_MS = 4000, 5, 10.0
-STEADINESS_S = 3.0
 
 
 @dataclass
@@ -186,7 +185,7 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
     url = f"{target.url}/1kb"
     host_p99_ms = vegeta.attack(url, HOST_CHECK_RATE, HOST_CHECK_S, workers=VEGETA_WORKERS, cpus=1,
                                 pin=[GENERATOR_CPU]).p99_ms
-    steadiness = tuple(cpu_steadiness([TARGET_CPU, GENERATOR_CPU], STEADINESS_S))
+    steadiness = tuple(cpu_steadiness([TARGET_CPU, GENERATOR_CPU]))
     slowed_ms = max(s.longest_ms for s in steadiness)
     print(f"the host's noise: vegeta's p99 at {HOST_CHECK_RATE:,}/s {host_p99_ms:.1f} ms "
           f"({'quiet' if host_p99_ms <= HOST_QUIET_P99_MS else 'NOISY'}: a quiet host's is under "

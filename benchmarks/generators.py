@@ -8,8 +8,9 @@ connections. Each generator warms up, then is measured over --duration seconds: 
 requests / generator CPU seconds, so it holds whether the generator or the target was the limit (wrk is the
 target-bound one). Every generator runs --runs times in turn; the end prints min / median / max of its RPS per core
 and of its ratio to wrk's in the same run. The "other" column is CPU 1 time used by processes this script did not
-start: anything above a few percent means the figures were disturbed. No assertions: this prints figures for
-docs/own-test.md ("Which Locust user class") and for sizing.
+start: anything above a few percent means the figures were disturbed. Each run starts with the host's CPUs'
+steadiness (benchmarks/steadiness.py): a CPU slowed for stretches of tens of ms lowers that run's every figure. No
+assertions: this prints figures for docs/own-test.md ("Which Locust user class") and for sizing.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil
+from steadiness import measure as cpu_steadiness  # a sibling script
 
 from loadtest import paths
 from loadtest.judging import checks
@@ -264,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         target = Target(workdir / "nginx")
         for run in range(1, args.runs + 1):
             runs.append([])
+            print(f"run {run}/{args.runs}: the host's CPUs: "
+                  f"{'; '.join(map(str, cpu_steadiness([TARGET_CPU, GENERATOR_CPU])))}", flush=True)
             for name in names:
                 print(f"run {run}/{args.runs}: measuring {name} ...", flush=True)
                 runs[-1].append(measure(name, target, args.connections, args.duration, workdir))

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
+CHECK_S = 3.0  # the benchmarks' check before each run
 SLOW_FACTOR = 3
 EPISODE_GAP_S = 0.002
 PIECE_ITERATIONS = 300
@@ -78,7 +79,7 @@ def probe(cpu: int, seconds: float) -> Steadiness:
     return summary(cpu, seconds, pieces)
 
 
-def measure(cpus: list[int], seconds: float) -> list[Steadiness]:
+def measure(cpus: list[int], seconds: float = CHECK_S) -> list[Steadiness]:
     """Every CPU in `cpus` at once, each by a process of its own (this script with --one-cpu: a fresh interpreter,
     where a fork of the caller could inherit its locks, and gevent's patches in a Locust test)."""
     probes = [subprocess.Popen([sys.executable, __file__, "--one-cpu", str(cpu), "--seconds", str(seconds)],
@@ -91,7 +92,8 @@ def measure(cpus: list[int], seconds: float) -> list[Steadiness]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=3.0, help="seconds per CPU, all CPUs at once (default 3)")
+    parser.add_argument("--seconds", type=float, default=CHECK_S,
+                        help=f"seconds per CPU, all CPUs at once (default {CHECK_S:g})")
     parser.add_argument("--one-cpu", type=int, metavar="CPU", help="probe this CPU only, its figures as JSON")
     args = parser.parse_args(argv)
     if not 0.1 <= args.seconds <= 600:
