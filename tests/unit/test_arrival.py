@@ -218,11 +218,11 @@ def test_the_cli_names_the_plugins_settings_as_the_plugin_does():
                                                                        loadtest_arrival.FILE_ENV)
 
 
-def running_dispatcher(rate: float) -> loadtest_arrival.Dispatcher:
-    """A dispatcher on this test's own hub, its pool running: a user that parks gets its slot when due."""
+def running_dispatcher(rate: float, kind: type = loadtest_arrival.Dispatcher) -> loadtest_arrival.Dispatcher:
+    """A dispatcher (of `kind`) on this test's own hub, its pool running: a user that parks gets its slot when due."""
     schedule = loadtest_arrival.Schedule()
     schedule.set_rate(rate)
-    dispatcher = loadtest_arrival.Dispatcher(schedule, loadtest_arrival.Counts(), Event())
+    dispatcher = kind(schedule, loadtest_arrival.Counts(), Event())
     dispatcher.pool_runs()
     return dispatcher
 
@@ -376,12 +376,8 @@ def test_a_user_woken_with_its_slot_runs_its_task_without_a_second_trip_through_
             turns["others"] += 1
             gevent.sleep(0)
 
-    schedule = loadtest_arrival.Schedule()
-    schedule.set_rate(100)
-    dispatcher = Recording(schedule, loadtest_arrival.Counts(), Event())
-    dispatcher.pool_runs()
     environment = Environment(user_classes=[Paced])
-    loadtest_arrival._install_schedule(environment, dispatcher)
+    loadtest_arrival._install_schedule(environment, running_dispatcher(100, Recording))
     busy = gevent.spawn(other)
     user = gevent.spawn(Paced(environment).run)
     user.join(timeout=5)
