@@ -1,5 +1,5 @@
 """What tests of every layer do alike, written once: wait for a condition, run the CLI in-process, write a run's
-folder as `loadtest run` does.
+folder as `loadtest run` does, read a rendered chart.
 
 A test waits for a condition, not a clock: `wait_for` polls a probe within a bound and, when the bound passes, fails
 naming what was awaited and the last thing it saw.
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import pytest
+import yaml
 
 from loadtest import commands
 from loadtest.judging import checks, runresult, verdict
@@ -39,6 +40,12 @@ def wait_for(what: str, probe: Callable[[], T], timeout: float, *, every: float 
             more = f"\n{detail()}" if detail else ""
             pytest.fail(f"{what}: not within {timeout:g} s (last seen: {last!r}){more}", pytrace=False)
         time.sleep(every)
+
+
+def manifests(text: str) -> list[dict]:
+    """The objects of a rendered chart (`helm template`'s output), empty documents left out. Read with libyaml: the
+    pure-Python loader took a quarter of a second a render, 19 times as long, about a third of the chart layer."""
+    return [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d]
 
 
 def wait_until_flat(what: str, count: Callable[[], float], timeout: float) -> float:

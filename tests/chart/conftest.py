@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import schemas
+from helpers import manifests
 from loadtest import paths
 from loadtest.runtime import tools
 
@@ -38,7 +39,7 @@ class Rendered:
     docs: list[dict] = field(init=False)
 
     def __post_init__(self):
-        self.docs = [d for d in yaml.safe_load_all(self.text) if d]
+        self.docs = manifests(self.text)
 
     def of_kind(self, kind: str) -> list[dict]:
         return [d for d in self.docs if d["kind"] == kind]

@@ -7,7 +7,7 @@ import copy
 import subprocess
 
 import pytest
-import yaml
+from helpers import manifests
 from test_render import assert_restricted  # the chart layer's Pod Security Standard "restricted" check
 
 from loadtest import paths
@@ -232,7 +232,7 @@ def test_cronjob_names_past_52_characters_are_refused_with_the_longest_release_t
     fits, too_long = "r" * 38, "r" * 39
     result = helm.run("template", fits, str(paths.CHART), *SCHEDULED)
     assert result.returncode == 0, result.stderr
-    names = [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout) if d and d["kind"] == "CronJob"]
+    names = [d["metadata"]["name"] for d in manifests(result.stdout) if d["kind"] == "CronJob"]
     assert sorted(len(n) for n in names) == [52, 52]
     refused = helm.run("template", too_long, str(paths.CHART), *SCHEDULED)
     assert refused.returncode != 0

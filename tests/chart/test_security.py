@@ -3,7 +3,7 @@ the values that cannot work, refused with the value to change."""
 from __future__ import annotations
 
 import pytest
-import yaml
+from helpers import manifests
 
 RELEASE = "lt"
 MONITORING = ("--set", "monitoring.enabled=true")
@@ -134,7 +134,7 @@ def test_long_release_names_never_collide(helm):
     result = helm.run("template", release, "charts/loadtest", *MONITORING, "--set", "nginx.enabled=true",
                       "--set", "haproxy.enabled=true")
     assert result.returncode == 0, result.stderr
-    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    docs = manifests(result.stdout)
     names = [(d["kind"], d["metadata"]["name"]) for d in docs]
     assert len(names) == len(set(names)), "two objects of one kind share a name"
     namespaced = [n for kind, n in names if kind not in ("ClusterRole", "ClusterRoleBinding", "IngressClass",

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 import yaml
-from helpers import wait_for
+from helpers import manifests, wait_for
 from registry import publish
 from scheduling import assert_all_running, failed_scheduling_events, wait_scheduling_settled
 
@@ -135,7 +135,7 @@ def strict_apply(cluster, namespace: str, objects: list[dict], *dry_run: str) ->
 @pytest.mark.parametrize("values_file", VALUES_FILES)
 def test_rendered_chart_passes_strict_server_side_validation(values_file, cluster, namespace, helm):
     manifest = helm("template", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / values_file))
-    docs = [d for d in yaml.safe_load_all(manifest) if d]
+    docs = manifests(manifest)
     # The NGINX Ingress Controller's TLS Secret lives in a namespace the release creates, which a dry run would not:
     # the chart's Namespace objects are applied for real first (strictly too), and go at the end.
     namespaces = [d for d in docs if d["kind"] == "Namespace"]
