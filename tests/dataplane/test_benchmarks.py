@@ -58,7 +58,7 @@ def test_the_cpu_check_finds_stretches_of_slow_pieces():
     # 5 pieces five times slower from 10 ms on, then one more 3 ms after them: another stretch (over EPISODE_GAP_S)
     slow = [(0.010 + i * 5e-5, 5e-5) for i in range(5)] + [(0.01525 + 0.003, 5e-5)]
     found = steadiness.stretches(even + slow)
-    assert found == [(0.010, pytest.approx(0.01025)), (0.01825, pytest.approx(0.0183))]
+    assert found == [pytest.approx((0.010, 0.01025)), pytest.approx((0.01825, 0.0183))]
     figures = steadiness.summary(0, 1.0, even + slow)
     assert figures.slow_share == pytest.approx(0.0003) and figures.longest_ms == pytest.approx(0.25)
     # The probe itself, on both CPUs at once: a figure for each, whatever the host.
