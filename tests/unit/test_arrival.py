@@ -254,7 +254,9 @@ def test_each_slot_goes_to_the_user_that_parked_last():
     assert list(dispatcher.idle) == users
     assert len(gevent.joinall(users, timeout=5)) == len(users)
     assert woken == ["c", "b", "a"] and dispatcher.counts.slots == 3 and not dispatcher.idle
-    assert dispatcher.counts.late == {"users": 0, "cpu": 0} and dispatcher.timer is None  # none parked: none armed
+    # Handed by the hub to parked users: never late for want of a user (late for CPU only on a host that stalled the
+    # test over LATE_S, which is not this test's to judge).
+    assert dispatcher.counts.late["users"] == 0 and dispatcher.timer is None  # none parked: none armed
 
 
 def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_due_is_a_late_start():
@@ -339,6 +341,7 @@ def test_slots_that_fall_due_while_the_run_stops_are_neither_counted_nor_sent():
     dispatcher.sending = True
     dispatcher.schedule.next_at = time.perf_counter()
     assert user.wait_time() == 0 and dispatcher.counts.slots == 1
+    late = dict(dispatcher.counts.late)  # none, unless the host stalled this test over LATE_S since next_at was set
     environment.events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0,
                                     exception=None, context={})
     assert len(reported) == 1 and dispatcher.counts.service_ms == [1.0]  # the service time kept beside
@@ -348,7 +351,7 @@ def test_slots_that_fall_due_while_the_run_stops_are_neither_counted_nor_sent():
         user.wait_time()
     environment.events.request.fire(request_type="GET", name="/", response_time=1.0, response_length=0,
                                     exception=None, context={})
-    assert dispatcher.counts.slots == 1 and dispatcher.counts.late == {"users": 0, "cpu": 0} and len(reported) == 1
+    assert dispatcher.counts.slots == 1 and dispatcher.counts.late == late and len(reported) == 1
 
 
 def test_a_user_woken_with_its_slot_runs_its_task_without_a_second_trip_through_the_loop():
