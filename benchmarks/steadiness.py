@@ -21,7 +21,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-import psutil
+from loadtest.errors import RunFailed
+from loadtest.judging import checks
 
 CHECK_S = 3.0  # the benchmarks' check before each run
 SLOW_FACTOR = 3
@@ -56,8 +57,10 @@ def stretches(pieces: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def summary(cpu: int, seconds: float, pieces: list[tuple[float, float]]) -> Steadiness:
+    """The share of the pieces' whole span in stretches (the last piece may end past `seconds`), and the longest."""
     found = stretches(pieces)
-    return Steadiness(cpu, seconds, sum(end - start for start, end in found) / seconds,
+    span = max(start + duration for start, duration in pieces) - min(start for start, _ in pieces)
+    return Steadiness(cpu, seconds, sum(end - start for start, end in found) / span,
                       max((end - start for start, end in found), default=0.0) * 1000)
 
 
@@ -84,9 +87,14 @@ def measure(cpus: list[int], seconds: float = CHECK_S) -> list[Steadiness]:
     where a fork of the caller could inherit its locks, and gevent's patches in a Locust test)."""
     probes = [subprocess.Popen([sys.executable, __file__, "--one-cpu", str(cpu), "--seconds", str(seconds)],
                                stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL) for cpu in cpus]
-    outputs = [p.communicate(timeout=seconds + 60)[0] for p in probes]
+    try:
+        outputs = [p.communicate(timeout=seconds + 60)[0] for p in probes]
+    except subprocess.TimeoutExpired:
+        for p in probes:
+            p.kill()
+        raise RunFailed(f"the steadiness probe did not end within {seconds + 60:g} s") from None
     if failed := [cpu for cpu, p in zip(cpus, probes) if p.returncode != 0]:
-        raise RuntimeError(f"the steadiness probe failed on CPU(s) {failed}")
+        raise RunFailed(f"the steadiness probe failed on CPU(s) {failed}")
     return [Steadiness(**json.loads(output)) for output in outputs]
 
 
@@ -103,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--one-cpu {args.one_cpu}: not a CPU this process may run on")
         print(json.dumps(asdict(probe(args.one_cpu, args.seconds))))
         return 0
-    for steadiness in measure(list(range(psutil.cpu_count())), args.seconds):
-        print(steadiness)
+    try:
+        for steadiness in measure(sorted(os.sched_getaffinity(0)), args.seconds):
+            print(steadiness)
+    except RunFailed as e:
+        print(f"steadiness: {e}", file=sys.stderr)
+        return checks.RUN_FAILED
     return 0
 
 
