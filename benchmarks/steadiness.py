@@ -6,7 +6,7 @@ One process per CPU, pinned there, times the same small piece of Python (about 1
 else running (a process in the way would make pieces wait, which reads the same). A piece that takes over SLOW_FACTOR
 times the median ran on a slowed CPU; slow pieces less than EPISODE_GAP_S apart are one stretch. On a virtual machine
 whose physical cores are busy with other tenants, stretches of tens of ms come several times a second (2026-11-28 on
-the project's VM: 7-10 % of the time, the longest 110-145 ms; nginx's work between reading a request and writing its
+the project's VM: 6-15 % of the time, the longest 45-180 ms; nginx's work between reading a request and writing its
 answer then took 45-50 µs, 5 otherwise). A stretch longer than a late start (verdict.LATE_MS) makes an open-model
 generator late whatever its CPU to spare, so benchmarks/arrival.py marks such a run noisy. No assertions: this prints
 figures.
