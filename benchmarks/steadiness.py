@@ -1,4 +1,4 @@
-"""Does each CPU run at one speed throughout, or slow down for stretches? The host check behind every benchmark here.
+"""Does each CPU run at one speed throughout, or slow down for stretches? The host check of arrival.py and generators.py.
 
     ~/.cache/loadtest/venv/bin/python benchmarks/steadiness.py [--seconds 3]
 
