@@ -1,4 +1,5 @@
-"""Does each CPU run at one speed throughout, or slow down for stretches? The host check of arrival.py and generators.py.
+"""Does each CPU run at one speed throughout, or slow down for stretches? The host check of arrival.py and
+generators.py.
 
     ~/.cache/loadtest/venv/bin/python benchmarks/steadiness.py [--seconds 3]
 
