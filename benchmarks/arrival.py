@@ -29,7 +29,8 @@ from pathlib import Path
 
 import psutil
 from generators import GENERATOR_CPU, TARGET_CPU, Target, spread  # a sibling script: the same pinned nginx
-from steadiness import Steadiness, measure as cpu_steadiness  # and the host's CPUs, checked the same way
+from steadiness import Steadiness, slowest_ms
+from steadiness import measure as cpu_steadiness  # and the host's CPUs, checked the same way
 
 from loadtest.errors import RunFailed
 from loadtest.judging import checks, locuststats, verdict
@@ -173,7 +174,7 @@ class Run:
 
     @property
     def slowed_ms(self) -> float:
-        return max((s.longest_ms for s in self.steadiness), default=0.0)
+        return slowest_ms(self.steadiness)
 
     @property
     def noisy_host(self) -> bool:
@@ -186,7 +187,7 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
     host_p99_ms = vegeta.attack(url, HOST_CHECK_RATE, HOST_CHECK_S, workers=VEGETA_WORKERS, cpus=1,
                                 pin=[GENERATOR_CPU]).p99_ms
     steadiness = tuple(cpu_steadiness([TARGET_CPU, GENERATOR_CPU]))
-    slowed_ms = max(s.longest_ms for s in steadiness)
+    slowed_ms = slowest_ms(steadiness)
     print(f"the host's noise: vegeta's p99 at {HOST_CHECK_RATE:,}/s {host_p99_ms:.1f} ms "
           f"({'quiet' if host_p99_ms <= HOST_QUIET_P99_MS else 'NOISY'}: a quiet host's is under "
           f"{HOST_QUIET_P99_MS:g} ms)\nthe host's CPUs: {'; '.join(map(str, steadiness))} "

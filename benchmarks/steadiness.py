@@ -65,6 +65,11 @@ def summary(cpu: int, seconds: float, pieces: list[tuple[float, float]]) -> Stea
                       max((end - start for start, end in found), default=0.0) * 1000)
 
 
+def slowest_ms(readings) -> float:
+    """The longest stretch of any of `readings` (0 for none)."""
+    return max((reading.longest_ms for reading in readings), default=0.0)
+
+
 def _piece() -> int:
     total = 0
     for i in range(PIECE_ITERATIONS):
