@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
 from loadtest.workload import scenarios
 
 RUN_NAME = "run-1"
+SPAWNED = re.compile(r"All users spawned|Spawning is complete")
 
 
 def steady_lines(series: Path) -> int:
@@ -89,8 +91,10 @@ class JudgedRun:
 
     def wait_steady(self, requests: int) -> None:
         """Until every user ran and the target counted `requests` more (a condition, not a clock)."""
-        wait_for("the swarm's users all running", lambda: "All users spawned" in self.log(), STARTUP_TIMEOUT_S * 2,
-                 until=lambda ok: ok or self.master.poll() is not None)
+        # Locust logs its ramp-up's end as "All users spawned", or, when a worker's report of its users came over a
+        # second late (a busy host), as "Spawning is complete and report waittime is expired": both mean the same.
+        wait_for("the swarm's users all running", lambda: SPAWNED.search(self.log()) is not None,
+                 RUN_STARTED_TIMEOUT_S, until=lambda ok: ok or self.master.poll() is not None)
         start = self.served()
         wait_for(f"{requests:,} requests at the target with every user running",
                  lambda: self.served() - start, STARTUP_TIMEOUT_S * 2,
