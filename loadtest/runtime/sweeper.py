@@ -29,7 +29,7 @@ from ..errors import RunFailed
 from ..judging import sweepreport, verdict
 from ..judging.knee import Step, knee_reason
 from ..judging.locuststats import PerSecond
-from ..workload.sweep import KINDS, Spec, measured_window, window_range
+from ..workload.sweep import KINDS, WORKER_REPORT_MS, Spec, measured_window, window_end, window_range
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 
@@ -65,6 +65,19 @@ class Driver(Protocol):
     def window_target_cores(self) -> float | None:
         """Cores the target used over the window just ended, measured outside Prometheus; None where Prometheus
         has the figure."""
+
+
+def report_landings(prometheus: Prometheus, sel: str, end: float, span_s: float) -> tuple[list[float],
+                                                                                         list[set[float]]]:
+    """The master's scrapes over the `span_s` seconds up to `end` (ascending) and, per worker, the scrapes that first
+    showed one of its reports: its request count changed since the scrape before (its series' raw samples)."""
+    series = prometheus.query(f"locust_worker_requests_total{{{sel}}}[{window_range(span_s)}]", end)
+    stamps = sorted({float(t) for s in series for t, _ in s["values"]})
+    landings = []
+    for s in series:
+        samples = [(float(t), float(v)) for t, v in s["values"]]
+        landings.append({t for (_, before), (t, v) in zip(samples, samples[1:]) if v != before})
+    return stamps, landings
 
 
 def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> dict:
@@ -220,8 +233,10 @@ class Sweeper:
         d.locust.swarm(users, spec.spawn_rate or users)
         d.locust.wait_users(users, SPAWN_TIMEOUT_S)
         self.watch(of, "warm-up", spec.warmup_s, sample=False)
-        # One scrape interval more than the window: the window (whole scrapes up to the last one) fits inside.
-        self.watch(of, "measuring", math.ceil(spec.hold_s + scrape_s), sample=True)
+        # The window ends at one of the last report period's scrapes, the one whose edges are away from the workers'
+        # reports (window_end), with a scrape before its start and one after its end: all inside.
+        span_s = spec.hold_s + WORKER_REPORT_MS / 1000 + 2 * scrape_s
+        self.watch(of, "measuring", math.ceil(span_s), sample=True)
         end = time.time()
         target_cores = d.window_target_cores()
         # Once Prometheus holds a scrape of the master and an evaluation of the rules past `end`, every one up to it
@@ -230,7 +245,9 @@ class Sweeper:
         d.prometheus.wait_stamped_since(end, 3 * scrape_s, tuple(
             f"max(timestamp({series}{{{sel}}}))" for series in ("locust_requests_total",
                                                                 "loadtest:generator_saturated_steady:bool")))
-        f = measure(d.prometheus, d.release, end, spec.hold_s, scrape_s)
+        stamps, landings = report_landings(d.prometheus, sel, end, span_s)
+        f = measure(d.prometheus, d.release, window_end(stamps, landings, spec.hold_s, scrape_s) or end, spec.hold_s,
+                    scrape_s)
         if f["target_cpu_ratio"] is not None:
             target_cores = f["target_cpu_ratio"] * d.target_cpus
         busiest = max(f["worker_cpu"], default=0.0)

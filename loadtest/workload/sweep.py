@@ -96,8 +96,8 @@ def window_range(seconds: float) -> str:
 def measured_window(hold_s: int, scrape_s: float) -> int:
     """Check the hold against the two clocks a window must hold whole periods of: a worker's stats report (its
     requests reach the master in 3 s batches) and Prometheus' scrape. Then each edge of the window sits at the same
-    point of both cycles, and the count over it is whole batches: exact, where a window cutting batches is off by
-    up to one batch per edge (half the requests of a 6 s window)."""
+    point of both cycles, and with its edges away from the reports (window_end) the count over it is whole batches:
+    exact, where a window cutting batches is off by up to one batch per edge (half the requests of a 6 s window)."""
     period_ms = math.lcm(WORKER_REPORT_MS, round(scrape_s * 1000))
     if (hold_s * 1000) % period_ms:
         whole = -(-hold_s * 1000 // period_ms) * period_ms // 1000
@@ -105,3 +105,29 @@ def measured_window(hold_s: int, scrape_s: float) -> int:
                          f"{WORKER_REPORT_MS / 1000:g} s and Prometheus scrapes every {scrape_s:g} s), e.g. "
                          f"--hold {whole}s")
     return hold_s
+
+
+def window_end(stamps: list[float], landings: list[set[float]], hold_s: int, scrape_s: float) -> float | None:
+    """The scrape to end a measured window at: of the scrapes `stamps` (times, ascending), the latest whose window
+    (it and the scrape hold_s before) has the fewest edges beside a worker's report. `landings` holds, per worker, the
+    scrapes that first showed one of its reports (its count rose since the scrape before).
+
+    A window whose edge falls where a report lands counts that report's batch, or not, by a few milliseconds of
+    jitter: a 3 s window then held no report at all, or two (0 RPS, or double). An edge a scrape away from any
+    report on either side keeps the count to whole batches. The last scrape is never chosen: what lands after it is
+    not known yet. None when no scrape has a window before it."""
+    index = {stamp: i for i, stamp in enumerate(stamps)}
+
+    def beside_a_report(i: int) -> int:
+        return sum(stamps[i] in landed or stamps[i + 1] in landed for landed in landings)
+
+    best = None
+    for i in range(len(stamps) - 1):
+        start = min(stamps, key=lambda stamp: abs(stamp - (stamps[i] - hold_s)))
+        j = index[start]
+        if abs(start - (stamps[i] - hold_s)) > scrape_s / 2 or j == 0:
+            continue
+        risk = beside_a_report(i) + beside_a_report(j)
+        if best is None or risk <= best[0]:
+            best = (risk, stamps[i])
+    return None if best is None else best[1]

@@ -45,6 +45,36 @@ def test_the_window_holds_whole_worker_reports_and_scrapes(hold, scrape, ok):
             sweep.measured_window(hold, scrape)
 
 
+def reports_seen(stamps: list[float], reports: list[float]) -> set[float]:
+    """The scrapes that first showed a report: the first scrape at or after each report's time."""
+    return {next(stamp for stamp in stamps if stamp >= report) for report in reports if report <= stamps[-1]}
+
+
+def test_the_window_ends_a_scrape_away_from_the_reports():
+    stamps = [float(t) for t in range(11)]
+    # Reports seen at 2, 5 and 8: the scrapes beside them (1, 2, 4, 5, 7, 8) are unsafe edges; 9 and 6 are not.
+    assert sweep.window_end(stamps, [{2.0, 5.0, 8.0}], 3, 1) == 9.0
+    # With reports seen at 3, 6 and 9 (unsafe: 2, 3, 5, 6, 8, 9), the latest window with both edges safe is (4, 7].
+    assert sweep.window_end(stamps, [{3.0, 6.0, 9.0}], 3, 1) == 7.0
+    # No scrape with a window and a scrape before it: none.
+    assert sweep.window_end([0.0, 1.0, 2.0, 3.0], [set()], 3, 1) is None
+    # No safe edge for both workers: the latest of the fewest edges beside a report.
+    assert sweep.window_end(stamps, [{2.0, 5.0, 8.0}, {3.0, 6.0, 9.0}], 3, 1) == 9.0
+
+
+@pytest.mark.parametrize("phase", [i / 20 for i in range(20)])
+@pytest.mark.parametrize("hold", [3, 6])
+def test_a_window_holds_one_report_a_period_whatever_their_phase_and_jitter(phase, hold):
+    """A worker reports every 3 s, each report up to 0.4 s late (a busy host), at any phase against 1 s scrapes
+    (stamped at whole seconds plus 0.52): the window chosen holds exactly one report per 3 s of hold, where a window
+    ending at the last scrape held none or two when a report landed near its edges."""
+    stamps = [t + 0.52 for t in range(20)]
+    late = [0.4 * ((7 * k) % 5) / 4 for k in range(8)]  # a spread of lateness, 0 to 0.4 s
+    reports = [phase + 3 * k + late[k] for k in range(7)]
+    end = sweep.window_end(stamps, [reports_seen(stamps, reports)], hold, 1)
+    assert sum(end - hold < report <= end for report in reports) == hold // 3, (end, reports)
+
+
 def test_users_of_a_step():
     users = sweep.Spec("users", [5, 10], 10, 6, 50, 0)
     workers = sweep.Spec("workers", [1, 2], 10, 6, 50, 0)
