@@ -29,7 +29,7 @@ from ..errors import RunFailed
 from ..judging import sweepreport, verdict
 from ..judging.knee import Step, knee_reason
 from ..judging.locuststats import PerSecond
-from ..workload.sweep import KINDS, WORKER_REPORT_MS, Spec, measured_window, window_end, window_range
+from ..workload.sweep import KINDS, Spec, measured_window, measuring_s, window_end, window_range
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 
@@ -233,9 +233,7 @@ class Sweeper:
         d.locust.swarm(users, spec.spawn_rate or users)
         d.locust.wait_users(users, SPAWN_TIMEOUT_S)
         self.watch(of, "warm-up", spec.warmup_s, sample=False)
-        # The window ends at one of the last report period's scrapes, the one whose edges are away from the workers'
-        # reports (window_end), with a scrape before its start and one after its end: all inside.
-        span_s = spec.hold_s + WORKER_REPORT_MS / 1000 + 2 * scrape_s
+        span_s = measuring_s(spec.hold_s, scrape_s)
         self.watch(of, "measuring", math.ceil(span_s), sample=True)
         end = time.time()
         target_cores = d.window_target_cores()

@@ -107,6 +107,18 @@ def measured_window(hold_s: int, scrape_s: float) -> int:
     return hold_s
 
 
+def places_edges(scrape_s: float) -> bool:
+    """Whether scrapes come often enough for window_end: an edge a scrape away from every report on both sides needs
+    a report period of more than two scrapes (with EKS' 15 s scrapes every scrape is beside a report)."""
+    return 2 * scrape_s < WORKER_REPORT_MS / 1000
+
+
+def measuring_s(hold_s: int, scrape_s: float) -> float:
+    """How long a step measures: its hold and a scrape (the window's whole scrapes fit inside) and, where window_end
+    places the window, one report period and a scrape more for the scrapes it chooses from."""
+    return hold_s + scrape_s + (WORKER_REPORT_MS / 1000 + scrape_s if places_edges(scrape_s) else 0)
+
+
 def window_end(stamps: list[float], landings: list[set[float]], hold_s: int, scrape_s: float) -> float | None:
     """The scrape to end a measured window at: of the scrapes `stamps` (times, ascending), the latest whose window
     (it and the scrape hold_s before) has the fewest edges beside a worker's report. `landings` holds, per worker, the
@@ -115,7 +127,9 @@ def window_end(stamps: list[float], landings: list[set[float]], hold_s: int, scr
     A window whose edge falls where a report lands counts that report's batch, or not, by a few milliseconds of
     jitter: a 3 s window then held no report at all, or two (0 RPS, or double). An edge a scrape away from any
     report on either side keeps the count to whole batches. The last scrape is never chosen: what lands after it is
-    not known yet. None when no scrape has a window before it."""
+    not known yet. None when no scrape has a window before it, or scrapes are too far apart (places_edges)."""
+    if not places_edges(scrape_s):
+        return None
     index = {stamp: i for i, stamp in enumerate(stamps)}
 
     def beside_a_report(i: int) -> int:

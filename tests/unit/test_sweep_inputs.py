@@ -62,6 +62,16 @@ def test_the_window_ends_a_scrape_away_from_the_reports():
     assert sweep.window_end(stamps, [{2.0, 5.0, 8.0}, {3.0, 6.0, 9.0}], 3, 1) == 9.0
 
 
+@pytest.mark.parametrize("scrape, measuring, placed", [(1, 6 + 1 + 3 + 1, True), (0.5, 6 + 0.5 + 3 + 0.5, True),
+                                                       (1.5, 6 + 1.5, False), (15, 6 + 15, False)])
+def test_a_step_measures_longer_only_where_its_window_can_be_placed(scrape, measuring, placed):
+    """Scrapes half a report period apart or more leave no edge a scrape away from every report: the step
+    then measures its hold and a scrape, and its window ends at the last scrape, as before."""
+    assert sweep.places_edges(scrape) is placed and sweep.measuring_s(6, scrape) == measuring
+    stamps = [scrape * i for i in range(40)]
+    assert (sweep.window_end(stamps, [set()], 6, scrape) is None) is not placed
+
+
 @pytest.mark.parametrize("phase", [i / 20 for i in range(20)])
 @pytest.mark.parametrize("hold", [3, 6])
 def test_a_window_holds_one_report_a_period_whatever_their_phase_and_jitter(phase, hold):
