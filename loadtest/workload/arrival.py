@@ -26,9 +26,9 @@ ACHIEVED_SHARE = language.ACHIEVED_SHARE
 held = language.held
 FILE = "arrival.json"
 # What a worker core holds in the open model, as a share of what it sends in the closed one (the planner's per-core
-# figure in the open model): benchmarks/arrival.py held 18,000/s of keepalive_1kb on one core (the median of six
-# runs, fewer than 1 % late starts) where `loadtest calibrate` measured 39,600/s closed on the same machine that hour
-# (docs/open-model.md, "Per core").
+# figure in the open model): benchmarks/arrival.py held 16,000/s of keepalive_1kb on one core (the median of nine
+# runs, fewer than 1 % late starts) where `loadtest calibrate` measured 34,200/s closed on the same machine that hour
+# (the median of four runs; docs/open-model.md, "Per core").
 CLOSED_SHARE = 0.45
 
 

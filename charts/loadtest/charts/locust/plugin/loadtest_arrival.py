@@ -255,7 +255,7 @@ class Dispatcher:
     users the rate needs keep taking the slots with their warm connections, and the rest of the pool stays parked
     with no connection and no timer until the target slows. (Handing slots round the whole pool, each user sleeping
     until its own, kept every user's connection, timer and garbage busy: 6,000/s held per core, with half-second
-    stalls at the pool's start; 14,000-20,000/s now, benchmarks/arrival.py.) The timer's callback runs in the hub and
+    stalls at the pool's start; 13,000-20,000/s now, benchmarks/arrival.py.) The timer's callback runs in the hub and
     switches to each user itself, which runs until it waits on its request: no pacer greenlet to wake and put back
     to sleep for every slot.
 
