@@ -391,8 +391,8 @@ def _install_schedule(environment, dispatcher: Dispatcher) -> None:
                 wait_for_slot(self)  # the first task waits for its slot too
             except StopUser:
                 # Stopped before its first slot, as most of a pool is at every stop: Locust logs a StopUser out of
-                # on_start as an error with its traceback (7,300 of them, a second of CPU, at 15,000/s). GreenletExit
-                # ends the user as Locust's own kill does, through its on_stop.
+                # on_start as an error with its traceback (7,300 of them at 15,000/s; the stop took 2.4 s, now 0.5 s).
+                # GreenletExit ends the user as Locust's own kill does, through its on_stop.
                 raise GreenletExit() from None
 
         user_class.on_start = on_start
