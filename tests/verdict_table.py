@@ -19,6 +19,16 @@ class Case:
     samples: tuple[Sample, ...]
     kind: str
     master_kind: str
+    # What the window holds beside its samples, as every path gets it: the failed share of its requests (Locust's
+    # counts), workers lost and spells of target silence (the master's faults log; loadtest_faults_total).
+    failure_ratio: float | None = None
+    losses: tuple[str, ...] = ()
+    silences: tuple[str, ...] = ()
+
+    def window(self) -> verdict.Window:
+        """The window as the local run builds it."""
+        return verdict.Window.of(list(self.samples), failure_ratio=self.failure_ratio, losses=self.losses,
+                                 silences=self.silences)
 
 
 def repeat(n: int, **sample) -> tuple[Sample, ...]:
@@ -40,4 +50,19 @@ CASES = (
     Case("target", repeat(6, worker_cpu=(0.3,), target_cpu=0.95), TB, NGB),
     Case("healthy", repeat(6, worker_cpu=(0.5,), target_cpu=0.4), OK, NGB),
     Case("shared-machine", repeat(6, worker_cpu=(0.6,), target_cpu=0.3, host_cpu=0.98), GB, NGB),
+    # The target's CPU not measured (`--host` elsewhere, a pod without a CPU limit, the master): its headroom is
+    # unmeasured on every path, never healthy; a saturated generator still says so.
+    Case("target-unmeasured", repeat(6, worker_cpu=(0.5,)), NGB, NGB),
+    Case("target-unmeasured-starved", repeat(6, worker_cpu=(0.97,)), GB, GB),
+    # A target refusing connections while the workers spin at their core: the failures are the target's.
+    Case("refusing", repeat(6, worker_cpu=(0.98,), target_cpu=0.1), TB, TB, failure_ratio=0.6),
+    # Exactly at the boundary (1 %) is served: failing means more than 1 %, on every path.
+    Case("one-percent-failed", repeat(6, worker_cpu=(0.5,), target_cpu=0.4), OK, NGB, failure_ratio=0.01),
+    Case("two-percent-failed", repeat(6, worker_cpu=(0.5,), target_cpu=0.4), TB, TB, failure_ratio=0.02),
+    # A worker lost mid-window: never healthy, whatever the CPU read.
+    Case("worker-lost", repeat(6, worker_cpu=(0.5,), target_cpu=0.4), GB, GB,
+         losses=("worker lost at 12 s: lt-worker-1 (50 users)",)),
+    # The target silent (a hang: few requests, none failed yet): the target's, though the workers idle.
+    Case("target-silent", repeat(6, worker_cpu=(0.1,), target_cpu=0.05), TB, TB,
+         silences=("target silent from 10 s for 6 s (100 users)",)),
 )

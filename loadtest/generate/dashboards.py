@@ -55,6 +55,7 @@ def rule(name: str) -> str:
 
 
 SATURATED, THROTTLED, LATE = verdict.SATURATED_CPU, verdict.THROTTLED, verdict.LATE_STARTS
+FAILING = verdict.FAILURE_RATIO
 
 
 def query(expr: str, legend: str = "") -> prometheus.Dataquery:
@@ -101,15 +102,19 @@ def label_panel(title: str, description: str, record: str, label: str, width: in
 
 
 def verdict_panel() -> stat.Panel:
-    colors = {"generator-bound": "red", "target-bound": "green", "healthy": "blue"}
+    colors = {verdict.GENERATOR_BOUND: "red", verdict.TARGET_BOUND: "green", verdict.HEALTHY: "blue",
+              verdict.NOT_GENERATOR_BOUND: "yellow"}
     panel = label_panel(
         "Verdict",
-        "Which side limits the run now, from the saturation rules (the same the alerts use). "
-        f"generator-bound: a worker is at {SATURATED:.0%} of its CPU ceiling (its limit, at most one core) "
-        f"or throttled in {THROTTLED:.0%} of its CPU periods: the RPS is Locust's ceiling, not the "
-        "target's capacity; add workers or nodes, not users. target-bound: the target is at its CPU "
-        "ceiling with the workers below theirs: this RPS is the target's capacity. healthy: neither; "
-        "raise users.", "loadtest:verdict", "verdict", 8, "no test running").color_mode(BigValueColorMode.BACKGROUND)
+        "Which side limits the run now, from the saturation rules (the same the alerts use), in the verdict's "
+        "order of causes. generator-bound: workers were lost, or a worker is at "
+        f"{SATURATED:.0%} of its CPU ceiling (its limit, at most one core) or throttled in {THROTTLED:.0%} of its "
+        "CPU periods: the RPS is Locust's ceiling, not the target's capacity; add workers or nodes, not users. "
+        f"target-bound: the target went silent or failed more than {FAILING:.0%} of the requests, or is at its CPU "
+        "ceiling with the workers below theirs: this RPS is the target's capacity. healthy: neither; raise users. "
+        "not generator-bound: the workers have headroom but the target's CPU is not measured (a target outside the "
+        "release, or a pod without a CPU limit): its headroom is unmeasured.",
+        "loadtest:verdict", "verdict", 8, "no test running").color_mode(BigValueColorMode.BACKGROUND)
     for name, color in colors.items():
         panel = panel.override_by_name(name, [DynamicConfigValue(id_val="color",
                                                                  value={"mode": "fixed", "fixedColor": color})])
@@ -125,6 +130,7 @@ def advice_panel() -> stat.Panel:
         "so give each 1000m and as many as the nodes hold. add-workers-or-nodes: whole workers at their "
         "core; more workers where the nodes have room, else nodes. sweep-target-cpus: the target is at its "
         "CPU, the generator is fine; measure it at more CPUs. raise-users: neither side is saturated. "
+        "measure-target: the workers have headroom and the target's CPU is not measured; measure it first. "
         "`loadtest tune --release <name>` prints the numbers and the helm upgrade; --apply runs it.",
         "loadtest:advice", "advice", 16, "no test running for a minute").color_mode(BigValueColorMode.NONE)
 
@@ -166,7 +172,7 @@ def overview() -> dashboard.Dashboard:
             .with_panel(single("RPS", "Requests per second, all workers.", query(rps), "reqps", width=5))
             .with_panel(single("Failures", "Share of requests that failed.",
                                query(f"sum(rate(locust_request_failures_total{{{LOCUST}}}[$__rate_interval])) / {rps}"),
-                               "percentunit", width=5, red_from=0.01))
+                               "percentunit", width=5, red_from=FAILING))
             .with_panel(single("Users", "Running users.", query(f"sum(locust_users{{{LOCUST}}})"), "none", width=4))
             .with_panel(single("Workers missing", "Workers that stopped sending heartbeats.",
                                query(f'sum(locust_workers{{{LOCUST}, state="missing"}})'), "none", width=5,

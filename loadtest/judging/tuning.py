@@ -3,8 +3,9 @@
 A run's steady window says which side limits it (loadtest.judging.verdict). The seed's story goes on from there: workers
 at 100m plateau throttled while the nodes are 40 % requested, so give each a whole core and as many as the nodes hold
 (loadtest.capacity.sizing); whole workers at their core on full nodes need more nodes; a target at its CPU means the
-generator is fine and the target is measured, at more CPUs next; neither saturated means more users. Pending workers
-come first: until they run, the load is spread over fewer workers than planned.
+generator is fine and the target is measured, at more CPUs next; neither saturated means more users, where the
+target's CPU is measured (where it is not, its headroom is unmeasured: measure it first). Pending workers come first:
+until they run, the load is spread over fewer workers than planned.
 
 The monitoring chart's rule `loadtest:advice` draws the same diagnosis for the dashboards, in the same order and
 with the same thresholds (tests/promtool holds the cases both must agree on); this module adds what Prometheus
@@ -26,8 +27,9 @@ WHOLE_CORE = "give-workers-a-whole-core"
 MORE_GENERATOR = "add-workers-or-nodes"
 SWEEP_TARGET = "sweep-target-cpus"
 RAISE_USERS = "raise-users"
+MEASURE_TARGET = "measure-target"  # the target's CPU unmeasured: only the generator's headroom is known
 IDLE = "start-a-swarm"  # no steady window: nothing to judge (no rule series either)
-DIAGNOSES = (WORKERS_PENDING, WHOLE_CORE, MORE_GENERATOR, SWEEP_TARGET, RAISE_USERS)
+DIAGNOSES = (WORKERS_PENDING, WHOLE_CORE, MORE_GENERATOR, SWEEP_TARGET, RAISE_USERS, MEASURE_TARGET)
 
 # The window tune judges is the rules' (monitoring.rules.windowSeconds, the rule's range `[1m]` as the chart renders
 # it): the last window's steady samples. A release whose chart has no such value judges the minute.
@@ -185,9 +187,24 @@ def advise(s: Snapshot) -> Advice:
             figures,
             next_step=f"measure the target at more CPUs: `loadtest sweep --release {s.release} --sweep target-cpus "
                       "--steps 1,2,4 ...` (docs/sizing.md, \"Sweep\")")
-    busiest = max(w.busiest_worker, w.target_cpu or 0.0)
+    if not w.target_measured:
+        return _measure_target(s, w, figures)
+    busiest = max(w.busiest_worker, w.target_cpu)
     factor = min(MAX_USERS_FACTOR, verdict.SATURATED_CPU / busiest) if busiest > 0 else MAX_USERS_FACTOR
     return _raise_rate(s, w, factor, figures) if s.arrival_rate else _raise_users(s, w, factor, figures)
+
+
+def _measure_target(s: Snapshot, w: verdict.Window, figures: tuple[str, ...]) -> Advice:
+    """The generator has headroom and the target's CPU is unmeasured: more load is not advised on the workers' CPU
+    alone (the target may be at its limit already); measure the target first."""
+    return Advice(
+        MEASURE_TARGET,
+        f"the workers have headroom (busiest {w.busiest_worker:.0%} of its CPU ceiling) but the target's CPU is not "
+        "measured: whether it has headroom is unmeasured, so this RPS is a floor of its capacity and no more load "
+        "is advised from the workers' CPU alone",
+        figures,
+        next_step="measure the target: load the release's own target (locust.target), or give the target's pod a "
+                  "CPU limit so cAdvisor and kube-state-metrics show its share of it, then run tune again")
 
 
 def _pending(s: Snapshot) -> Advice:

@@ -123,5 +123,5 @@ class ClusterDriver:
     def sample(self) -> None:
         """Every CPU figure of a release comes from its Prometheus."""
 
-    def window_target_cores(self) -> float | None:
-        return None
+    def window_target_cores(self) -> list[float]:
+        return []

@@ -233,7 +233,7 @@ class LocalDriver:
             return
         self.target_meter.sample(keep=True)
 
-    def window_target_cores(self) -> float | None:
-        target = self.target_meter.mean
+    def window_target_cores(self) -> list[float]:
+        target = self.target_meter.samples
         self.target_meter.samples, self.window_open = [], False
         return target

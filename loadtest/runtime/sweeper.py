@@ -34,6 +34,8 @@ from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 
 PROGRESS_EVERY_S = 5
+# The kinds of the master's loadtest_faults_total (plugin/loadtest_faults.py) that the verdict weighs.
+FAULT_LOSSES, FAULT_SILENCES = ("worker lost", "worker quit"), ("target silent",)
 SPAWN_TIMEOUT_S = 120
 
 
@@ -62,9 +64,9 @@ class Driver(Protocol):
     def sample(self) -> None:
         """Called about once a second during a measured window (the local stack samples process CPU)."""
 
-    def window_target_cores(self) -> float | None:
-        """Cores the target used over the window just ended, measured outside Prometheus; None where Prometheus
-        has the figure."""
+    def window_target_cores(self) -> list[float]:
+        """The cores the target used, a sample a second over the window just ended, measured outside Prometheus; []
+        where Prometheus has the figure."""
 
 
 def report_landings(prometheus: Prometheus, sel: str, end: float, span_s: float) -> tuple[list[float],
@@ -93,6 +95,11 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
             return None
         return stamp, requests, prometheus.scalar(failures_now, at) or 0.0
 
+    def faults(kinds: tuple[str, ...]) -> float:
+        """The master's faults of these kinds between the window's edges (loadtest_faults_total: exact counts)."""
+        count = f'sum(loadtest_faults_total{{{sel}, kind=~"{"|".join(kinds)}"}})'
+        return (prometheus.scalar(count, end) or 0.0) - (prometheus.scalar(count, start_at) or 0.0)
+
     if not (at_end := counters(end)):
         raise SweepFailed(f"Prometheus has no locust_requests_total of release {release!r}: is it scraping the "
                           "Locust master (monitoring.enabled) and is the release name right?")
@@ -119,6 +126,8 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         raise SweepFailed(f"Prometheus recorded no steady sample of release {release!r} over the window (every user "
                           "running): does it evaluate the chart's saturation rules, and did the swarm run?")
     open_model = arrival_window(prometheus, sel, start_at, end, r)
+    requests, failures = requests_end - requests_start, failures_end - failures_start
+    lost, silent = faults(FAULT_LOSSES), faults(FAULT_SILENCES)
     window = verdict.Window(
         samples=round(steady),
         generator_share=over(f"max(avg_over_time(loadtest:generator_saturated_steady:bool{{{sel}}}[{r}]))") or 0.0,
@@ -128,12 +137,15 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         host_cpu=over(f"max(avg_over_time(loadtest:host_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         worker_throttling=over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"),
         late_starts=open_model["late_cpu_share"] if open_model else None,
-        late_users=open_model["late_users_share"] if open_model else None)
-    requests = requests_end - requests_start
+        late_users=open_model["late_users_share"] if open_model else None,
+        losses=(f"{lost:g} worker(s) lost or quit (the master's loadtest_faults_total)",) if lost > 0 else (),
+        silences=(f"{silent:g} spell(s) with no request answered (the master's loadtest_faults_total)",)
+        if silent > 0 else (),
+        failure_ratio=failures / requests if requests else None)
     if open_model:  # the rate sent over the same scrapes: a rate not held is never healthy
         window = dataclasses.replace(window, achieved=requests / (t_end - t_start) / open_model["offered_rps"])
     return {
-        "start": t_start, "end": t_end, "requests": requests, "failures": failures_end - failures_start,
+        "start": t_start, "end": t_end, "requests": requests, "failures": failures,
         "rps": requests / (t_end - t_start),
         "p50_ms": 1000 * (quantiles["0.5"] or 0.0), "p95_ms": 1000 * (quantiles["0.95"] or 0.0),
         "p99_ms": 1000 * (quantiles["0.99"] or 0.0),
@@ -236,7 +248,7 @@ class Sweeper:
         span_s = measuring_s(spec.hold_s, scrape_s)
         self.watch(of, "measuring", math.ceil(span_s), sample=True)
         end = time.time()
-        target_cores = d.window_target_cores()
+        target_samples = d.window_target_cores()
         # Once Prometheus holds a scrape of the master and an evaluation of the rules past `end`, every one up to it
         # is in (each series is appended in time order): about an interval; after three, measure() says what is missing.
         sel = f'release="{d.release}"'
@@ -246,10 +258,16 @@ class Sweeper:
         stamps, landings = report_landings(d.prometheus, sel, end, span_s)
         f = measure(d.prometheus, d.release, window_end(stamps, landings, spec.hold_s, scrape_s) or end, spec.hold_s,
                     scrape_s)
+        window, target_cores = f["window"], None
         if f["target_cpu_ratio"] is not None:
             target_cores = f["target_cpu_ratio"] * d.target_cpus
+        elif target_samples:  # the target's CPU seen by the driver (the local stack's processes), not Prometheus
+            shares = [cores / d.target_cpus for cores in target_samples]
+            window = dataclasses.replace(window, target_cpu=sum(shares) / len(shares), target_share=sum(
+                share >= verdict.SATURATED_CPU for share in shares) / len(shares))
+            target_cores = sum(target_samples) / len(target_samples)
         busiest = max(f["worker_cpu"], default=0.0)
-        v = verdict.judge(f["window"])
+        v = verdict.judge(window)
         a = f["arrival"] if spec.open_model else None  # a closed sweep of an open-model release keeps its closed form
         if spec.open_model and (a is None or a["offered_rps"] != load):
             raise SweepFailed(f"the Locust master offered {a['offered_rps'] if a else 'no'} requests/s over the "

@@ -1,6 +1,6 @@
 """The same windows (tests/verdict_table.py) as Prometheus sees them, under promtool: each sample becomes one rule
 evaluation's series (the workers' CPU, their containers' CFS counters, HAProxy's busy time as the target's CPU, the
-shared machine's idle CPU), and the saturation rules must find each side saturated in the same share of the window
+shared machine's idle CPU, Locust's request and failure counters, the master's fault counts), and the saturation rules must find each side saturated in the same share of the window
 as `loadtest run --local` does, and, where every sample is alike, record the same verdict. The shares are what
 `loadtest run --release`, the sweep and `loadtest tune` read from Prometheus into the one verdict module."""
 from __future__ import annotations
@@ -48,9 +48,19 @@ def series_of(case) -> list[dict]:
                      "values": values(cumulative([150] * len(samples)))},
                     {"series": f"container_cpu_cfs_throttled_periods_total{{{container}}}",
                      "values": values(cumulative([150 * s.worker_throttling for s in samples]))}]
-    idle = [100 - first.target_cpu * 100] + [100 - s.target_cpu * 100 for s in samples]
-    out.append({"series": f'haproxy_process_idle_time_percent{{release="{r}", namespace="{r}-target", pod="haproxy-0", '
-                          f'loadtest_role="target"}}', "values": values(round(i, 6) for i in idle)})
+    if first.target_cpu is not None:  # else the target's CPU is not measured: no series of it
+        idle = [100 - first.target_cpu * 100] + [100 - s.target_cpu * 100 for s in samples]
+        out.append({"series": f'haproxy_process_idle_time_percent{{release="{r}", namespace="{r}-target", '
+                              f'pod="haproxy-0", loadtest_role="target"}}', "values": values(round(i, 6) for i in idle)})
+    if case.failure_ratio is not None:  # Locust's counters: 1,000 requests an evaluation, the case's share failed
+        out += [{"series": f'locust_requests_total{{{locust}, method="GET", name="/"}}',
+                 "values": values(cumulative([1000] * len(samples)))},
+                {"series": f'locust_request_failures_total{{{locust}, method="GET", name="/"}}',
+                 "values": values(cumulative([1000 * case.failure_ratio] * len(samples)))}]
+    for kind, faults in (("worker lost", case.losses), ("target silent", case.silences)):
+        if faults:  # the master's count of its faults, one more at every evaluation: each sees one in its window
+            out.append({"series": f'loadtest_faults_total{{{locust}, kind="{kind}"}}',
+                        "values": values(cumulative([1] * len(samples)))})
     if first.host_cpu is not None:
         out.append({"series": f'node_cpu_seconds_total{{release="{r}", loadtest_role="host", cpu="0", mode="idle"}}',
                     "values": values(cumulative([STEP_S * (1 - s.host_cpu) for s in samples]))})
@@ -58,11 +68,15 @@ def series_of(case) -> list[dict]:
 
 
 def expectations(case) -> list[dict]:
-    n, local = len(case.samples), verdict.Window.of(list(case.samples))
+    n, local = len(case.samples), case.window()
     at, window = f"{n * STEP_S}s", f"{n * STEP_S - 1}s"  # the n steady evaluations, whichever end a range includes
+    # A target whose CPU is not measured has no share at all (no series), where the local window says 0 of 0.
+    shares = (("generator", local.generator_share),) + ((("target", local.target_share),) if local.target_measured
+                                                        else (("target", None),))
     tests = [{"expr": f'avg_over_time(loadtest:{side}_saturated_steady:bool{{release="{case.name}"}}[{window}])',
-              "eval_time": at, "exp_samples": [{"labels": f'{{release="{case.name}"}}', "value": share}]}
-             for side, share in (("generator", local.generator_share), ("target", local.target_share))]
+              "eval_time": at,
+              "exp_samples": [] if share is None else [{"labels": f'{{release="{case.name}"}}', "value": share}]}
+             for side, share in shares]
     if len(set(case.samples)) == 1:
         tests.append({"expr": f'loadtest:verdict{{release="{case.name}"}}', "eval_time": at, "exp_samples": [
             {"labels": f'loadtest:verdict{{release="{case.name}", verdict="{case.kind}"}}', "value": 1}]})
@@ -70,9 +84,8 @@ def expectations(case) -> list[dict]:
 
 
 def test_the_rules_judge_the_table_as_the_local_run_does(tmp_path):
-    cases = [c for c in CASES if c.kind != verdict.NOT_GENERATOR_BOUND]
-    assert {verdict.judge(verdict.Window.of(list(c.samples))).kind for c in cases} == {
-        verdict.GENERATOR_BOUND, verdict.TARGET_BOUND, verdict.HEALTHY}
+    cases = CASES
+    assert {verdict.judge(c.window()).kind for c in cases} == set(verdict.KINDS)
     test_file = tmp_path / "one-verdict.test.yaml"
     test_file.write_text(yaml.safe_dump({
         "rule_files": [str(rules.RULES_FILE)], "evaluation_interval": f"{STEP_S}s",
@@ -87,6 +100,7 @@ def test_the_rules_judge_the_table_as_the_local_run_does(tmp_path):
 def test_every_case_is_one_the_rules_can_express(case):
     """Each sample has what a series can carry: a worker count that does not change, signals set in every sample."""
     first = case.samples[0]
-    assert all(len(s.workers()) == len(first.workers()) and s.target_cpu is not None for s in case.samples)
+    assert all(len(s.workers()) == len(first.workers()) and (s.target_cpu is None) == (first.target_cpu is None)
+               for s in case.samples)
     assert all((s.worker_throttling is None) == (first.worker_throttling is None)
                and (s.host_cpu is None) == (first.host_cpu is None) for s in case.samples)

@@ -55,7 +55,8 @@ def test_verdict_panel_shows_the_verdict_rule():
     (verdict,) = [p for p in BOARDS["loadtest-overview"]["panels"] if p["title"] == "Verdict"]
     assert verdict["targets"][0]["expr"] == 'loadtest:verdict{release="$release"}'
     colored = {o["matcher"]["options"] for o in verdict["fieldConfig"]["overrides"]}
-    assert colored == {"generator-bound", "target-bound", "healthy"}
+    recorded = {r["labels"]["verdict"] for r in rules.rules() if r.get("record") == "loadtest:verdict"}
+    assert colored == recorded == set(verdict.KINDS)
 
 
 def test_saturation_lines_are_the_rules_thresholds():

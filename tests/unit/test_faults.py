@@ -12,6 +12,7 @@ from locust.runners import STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWN
 
 from loadtest import paths
 from loadtest.judging import verdict
+from loadtest.runtime import sweeper
 
 loadtest_faults = paths.pod_module("loadtest_faults")
 loadtest_metrics = paths.pod_module("loadtest_metrics")
@@ -260,3 +261,8 @@ def test_a_window_whose_target_went_silent_is_target_bound():
     silent = "target silent from 12 s into the run: ..."
     judged = verdict.judge(verdict.Window.of(idle, silences=(silent,)))
     assert judged.kind == verdict.TARGET_BOUND and silent in judged.reason and "not its capacity" in judged.reason
+
+
+def test_the_prometheus_path_weighs_the_faults_the_master_counts():
+    """`run --release`, the sweep and tune read the master's loadtest_faults_total by these kinds."""
+    assert sweeper.FAULT_LOSSES == loadtest_faults.LOSSES and sweeper.FAULT_SILENCES == (loadtest_faults.SILENT,)

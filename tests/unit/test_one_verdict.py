@@ -14,10 +14,11 @@ from loadtest.judging import verdict
 
 loadtest_judge = paths.pod_module("loadtest_judge")
 loadtest_metrics = paths.pod_module("loadtest_metrics")
+loadtest_checks = paths.pod_module("loadtest_checks")
 
 
-def master_window(samples) -> verdict.Window:
-    """The master's window of `samples`, each sent as one round of worker reports (CPU limit: one core)."""
+def master_window(samples):
+    """The master's CPU record of `samples`, each sent as one round of worker reports (CPU limit: one core)."""
     cpu = loadtest_judge.WorkerCpu(SimpleNamespace(state=STATE_RUNNING))
     for worker in samples[0].workers():  # each worker's first report may cover the spawning: left out
         cpu.add(f"worker-{worker}", {loadtest_metrics.REPORT_KEY: {"cpu_cores": 1.0, "cpu_limit_cores": None}},
@@ -27,13 +28,21 @@ def master_window(samples) -> verdict.Window:
             cpu.add(f"worker-{worker}", {loadtest_metrics.REPORT_KEY: {
                 "cpu_cores": share, "cpu_limit_cores": None, "cpu_throttled": sample.worker_throttling}},
                 now=i * WORKER_REPORT_INTERVAL + 0.1 * worker)
-    return loadtest_judge.steady_window(cpu, None, {})
+    return cpu
+
+
+def master_figures(case) -> dict:
+    """Locust's aggregated figures as the master holds them at the end: 1,000 requests, the case's share failed."""
+    failures = round(1000 * (case.failure_ratio or 0.0))
+    return {loadtest_checks.AGGREGATED: loadtest_checks.Figures(loadtest_checks.AGGREGATED, 1000, failures, 100.0,
+                                                                10.0, 50.0, {})}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_local_run_and_the_master_judge_the_same_window_alike(case):
-    local = verdict.Window.of(list(case.samples))
-    master = master_window(case.samples)
+    local = case.window()
+    master = loadtest_judge.steady_window(master_window(case.samples), None, master_figures(case), case.losses,
+                                          case.silences)
     assert verdict.judge(local).kind == case.kind
     assert verdict.judge(master).kind == case.master_kind
     assert master.samples == local.samples

@@ -56,6 +56,10 @@ SNAPSHOTS = {
                                        tuning.RAISE_USERS, {"locust.load.arrivalRate": "4000"}, 0),
     "healthy, interactive, open model": (replace(THIN, worker_cpu_m=1000, replicas=6, users=1000, arrival_rate=2000.0,
                                                  window=window(busiest=0.3, target=0.45)), tuning.RAISE_USERS, {}, 0),
+    # The target's CPU unmeasured (a target outside the release, a pod without a CPU limit): the workers' headroom
+    # alone does not say more users would be served; measure the target first.
+    "target unmeasured": (replace(THIN, mode="autostart", worker_cpu_m=1000, replicas=6,
+                                  window=window(busiest=0.2, target=None)), tuning.MEASURE_TARGET, {}, 0),
     # 8 asked on 2 c5.xlarge that hold 6: ask for 6, or add a node.
     "pending workers": (replace(THIN, worker_cpu_m=1000, replicas=8, pending=2), tuning.WORKERS_PENDING,
                         {"locust.worker.replicas": "6"}, 1),

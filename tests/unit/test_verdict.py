@@ -20,14 +20,32 @@ def test_nothing_saturated_is_healthy():
     assert judge(Sample(worker_cpu=(0.3,), target_cpu=0.4)).kind == verdict.HEALTHY
 
 
-def test_unknown_target_cpu_never_claims_target_bound():
-    assert judge(Sample(worker_cpu=(0.5,))).kind == verdict.HEALTHY
+def test_an_unmeasured_target_is_said_to_be_unmeasured_never_to_have_had_headroom():
+    """The chart's master sees only its workers; `--host` elsewhere, a target pod without a CPU limit: no figure."""
+    v = judge(Sample(worker_cpu=(0.5,)))
+    assert v.kind == verdict.NOT_GENERATOR_BOUND and "target's CPU was not measured" in v.reason
+    assert "unmeasured" in v.reason and "healthy" not in v.reason
 
 
-def test_a_window_that_does_not_watch_the_target_never_calls_it_healthy():
-    """The chart's master sees only its workers."""
-    v = verdict.judge(Window.of([Sample(worker_cpu=(0.5,))], target_watched=False))
-    assert v.kind == verdict.NOT_GENERATOR_BOUND and "does not see the target's CPU" in v.reason
+def test_an_unmeasured_target_still_loses_to_a_saturated_generator_and_to_its_own_failures():
+    assert judge(Sample(worker_cpu=(0.97,))).kind == verdict.GENERATOR_BOUND
+    failed = verdict.judge(Window.of([Sample(worker_cpu=(0.5,))], failure_ratio=0.2))
+    assert failed.kind == verdict.TARGET_BOUND
+
+
+def test_the_failure_boundary_is_more_than_one_percent_on_every_path():
+    """`>`: a window with exactly 1 % failed is served, as the knee, the rules and the exit codes have it."""
+    served = [Sample(worker_cpu=(0.5,), target_cpu=0.4)]
+    assert verdict.judge(Window.of(served, failure_ratio=verdict.FAILURE_RATIO)).kind == verdict.HEALTHY
+    assert verdict.judge(Window.of(served, failure_ratio=0.0101)).kind == verdict.TARGET_BOUND
+
+
+def test_a_window_without_a_cpu_sample_is_not_judged_whatever_else_it_measured():
+    """The open model's loop probes alone are no sample: the pod's unjudged guard and the local path agree."""
+    window = Window.of([], late_starts=0.0, loop_lagged=0.0, max_lag_ms=3, achieved=1.0)
+    assert not window.measured
+    v = verdict.judge(window)
+    assert v.kind == verdict.NOT_GENERATOR_BOUND and "no steady sample" in v.reason
 
 
 def test_a_saturated_shared_machine_makes_the_result_generator_bound():
@@ -64,7 +82,7 @@ def test_a_worker_saturated_in_most_of_the_window_is_the_limit_whatever_its_mean
 
 
 def test_a_short_spike_does_not_make_a_window_generator_bound():
-    samples = [Sample(worker_cpu=(0.95,))] * 2 + [Sample(worker_cpu=(0.5,))] * 8
+    samples = [Sample(worker_cpu=(0.95,), target_cpu=0.4)] * 2 + [Sample(worker_cpu=(0.5,), target_cpu=0.4)] * 8
     assert judge(*samples).kind == verdict.HEALTHY
 
 

@@ -106,18 +106,18 @@ def steady_window(cpu: WorkerCpu, arrival, figures: dict, losses: tuple[str, ...
     """The steady window the verdict judges: the workers' samples, the workers lost in it, the target's silences,
     its failed share and, in
     the open model, its late starts, its event loop's lag and the share of the offered rate sent. The target's CPU is
-    not the master's to see."""
+    not the master's to see: its samples carry none, and the verdict says the target is unmeasured."""
     total = figures.get(loadtest_checks.AGGREGATED)
     failure_ratio = total.fail_ratio if total and total.requests else None
     if not arrival:
-        return loadtest_verdict.Window.of(cpu.samples(), target_watched=False, losses=losses,
-                                          silences=silences, failure_ratio=failure_ratio)
+        return loadtest_verdict.Window.of(cpu.samples(), losses=losses, silences=silences,
+                                          failure_ratio=failure_ratio)
     totals = arrival.to_json()
     return loadtest_verdict.Window.of(
         cpu.samples(), late_starts=totals["late_share"]["cpu"], late_users=totals["late_share"]["users"],
         loop_lagged=arrival.loop_lagged(), max_lag_ms=totals["loop"]["max_lag_ms"],
         achieved=figures[loadtest_checks.AGGREGATED].rps / arrival.rate if arrival.rate else None,
-        target_watched=False, losses=losses, silences=silences, failure_ratio=failure_ratio)
+        losses=losses, silences=silences, failure_ratio=failure_ratio)
 
 
 def results_folder() -> str | None:

@@ -53,9 +53,14 @@ GENERATOR_BOUND = "generator-bound"
 TARGET_BOUND = "target-bound"
 HEALTHY = "healthy"
 # Nothing says the generator was the limit, and the target's CPU was not measured (the chart's master judges its
-# workers only; the release's Prometheus judges both sides): not a claim that the target had headroom.
+# workers only; a target outside the release or the local stack, or a pod without a CPU limit, has no CPU figure):
+# the target is unmeasured, never taken to have had headroom.
 NOT_GENERATOR_BOUND = "not generator-bound"
 KINDS = (GENERATOR_BOUND, TARGET_BOUND, HEALTHY, NOT_GENERATOR_BOUND)
+# Where a target's CPU goes unmeasured, and how to measure it.
+TARGET_UNMEASURED = ("the chart's judged master sees only its workers; a target outside the release or the local "
+                     "stack, or a target pod without a CPU limit, has no CPU figure: load the release's own target, "
+                     "or give the target's pod a CPU limit, and read the release's Prometheus")
 
 # Why the generator was the limit (generator_limit).
 CPU, LATE_STARTS_CAUSE, LOOP, LOST_WORKERS = "cpu", "late-starts", "loop", "lost-workers"
@@ -98,6 +103,11 @@ class Sample:
                     and max(cpu, default=0.0) >= CONTENDED))
 
 
+def failing(failure_ratio: float | None) -> bool:
+    """More than FAILURE_RATIO of the requests failed: the target did not serve the load."""
+    return failure_ratio is not None and failure_ratio > FAILURE_RATIO
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -124,16 +134,11 @@ class Window:
     # The target silent in the window, in words (loadtest_faults): a spell with no request answered at all.
     silences: tuple[str, ...] = ()
     failure_ratio: float | None = None  # the window's failed requests as a share of its requests (None: not known)
-    # False where only the generator is watched (the chart's master sees its workers, not the target): then no
-    # verdict claims the target had headroom. A run that watches its target but got no figure of it (a target on
-    # another machine) is judged as the saturation rules judge it: a target not seen saturated was not.
-    target_watched: bool = True
 
     @classmethod
     def of(cls, samples: list[Sample], late_starts: float | None = None, late_users: float | None = None,
            loop_lagged: float | None = None, max_lag_ms: float | None = None, achieved: float | None = None,
-           target_watched: bool = True, losses: tuple[str, ...] = (), silences: tuple[str, ...] = (),
-           failure_ratio: float | None = None) -> Window:
+           losses: tuple[str, ...] = (), silences: tuple[str, ...] = (), failure_ratio: float | None = None) -> Window:
         """The window of samples taken by the process that judges (locally, or the master from its reports)."""
         n = len(samples)
         by_worker: dict = {}
@@ -148,13 +153,24 @@ class Window:
             host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
             worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
             late_starts=late_starts, late_users=late_users, loop_lagged=loop_lagged, max_lag_ms=max_lag_ms,
-            achieved=achieved, target_watched=target_watched, losses=tuple(losses), silences=tuple(silences),
-            failure_ratio=failure_ratio)
+            achieved=achieved, losses=tuple(losses), silences=tuple(silences), failure_ratio=failure_ratio)
 
     @property
     def measured(self) -> bool:
-        """Whether anything measured the generator over the window: a sample of its CPU, or its event loop's lag."""
-        return bool(self.samples) or self.loop_lagged is not None
+        """Whether the generator's CPU was sampled in the window: without a sample nothing is judged, on any path
+        (its event loop's lag alone says nothing of the samples every share is of)."""
+        return self.samples > 0
+
+    @property
+    def target_measured(self) -> bool:
+        """Whether the target's CPU was measured in the window: where it was not, no verdict says it had headroom."""
+        return self.target_cpu is not None
+
+    @property
+    def failing(self) -> bool:
+        """More than FAILURE_RATIO of the window's requests failed (the one boundary: the knee, the rules, the exit
+        codes and the dashboards use it too)."""
+        return failing(self.failure_ratio)
 
     def figures(self) -> str:
         parts = [f"busiest worker {self.busiest_worker:.0%} of its CPU ceiling"]
@@ -208,7 +224,7 @@ def judge(window: Window) -> Verdict:
     """The window's verdict: generator-bound when the generator was the limit (generator_limit), since a saturated
     generator hides the target's capacity; else target-bound when the target was saturated, or (open model) its
     latency made slots find no user free, or the rate was not sent with the workers keeping up; else healthy, or not
-    generator-bound where the target was not watched (the master's window). Late starts without evidence of CPU are named in the
+    generator-bound where the target's CPU was not measured (the master's window, a target elsewhere). Late starts without evidence of CPU are named in the
     reason, not blamed on the generator. A window without a sample says so: nothing was judged."""
     if not window.measured:
         return Verdict(NOT_GENERATOR_BOUND, "no steady sample of the workers' CPU: the run was too short to "
@@ -223,7 +239,7 @@ def judge(window: Window) -> Verdict:
         return Verdict(TARGET_BOUND, f"the target stopped answering in the steady window: {'; '.join(window.silences)}"
                                      f" ({window.figures()}): it did not serve this load the whole time, so the "
                                      "window's RPS and latency are not its capacity")
-    if window.failure_ratio is not None and window.failure_ratio >= FAILURE_RATIO:
+    if window.failing:
         # Before the generator's CPU: workers whose requests fail at once (a target gone, refusing connections) loop
         # as fast as they can, and would be called the limit of a target that served nothing.
         return Verdict(TARGET_BOUND, f"the target failed {window.failure_ratio:.2%} of the steady window's requests, "
@@ -267,11 +283,11 @@ def judge(window: Window) -> Verdict:
         return Verdict(TARGET_BOUND, f"only {window.achieved:.1%} of the offered rate was sent, under "
                                      f"{ACHIEVED_SHARE:.0%}, with the workers keeping up ({window.figures()}): the "
                                      f"rate was not held{stalls}")
-    if not window.target_watched:
+    if not window.target_measured:
         return Verdict(NOT_GENERATOR_BOUND, f"the generator was not saturated in most of the steady window "
-                                            f"({window.figures()}); the master does not see the target's CPU, so "
-                                            f"whether it had headroom is not known here (the release's Prometheus "
-                                            f"judges both sides){stalls}")
+                                            f"({window.figures()}); the target's CPU was not measured, so whether it "
+                                            f"had headroom is unmeasured: the RPS is a floor of its capacity, not "
+                                            f"the capacity ({TARGET_UNMEASURED}){stalls}")
     more = "the rate" if window.late_starts is not None else "users"  # the open model's load is its rate
     return Verdict(HEALTHY, f"neither side was saturated in most of the steady window ({window.figures()}): raise "
                             f"{more} to find the limit{stalls}")
