@@ -126,11 +126,19 @@ def run(args) -> int:
         print("loadtest local: not one request was sent: the workers' logs (--output DIR keeps them) say why",
               file=sys.stderr)
         return checks.RUN_FAILED
-    if result.failure_ratio > args.max_failure_ratio:
+    generator_bound = result.verdict is not None and result.verdict.kind == verdict.GENERATOR_BOUND
+    failing = result.failure_ratio > args.max_failure_ratio
+    # The same code as `loadtest run --local` gives the same run: generator-bound (3) wins over the failures.
+    code = checks.exit_code([], generator_bound, result.requests)
+    if code == checks.PASSED and failing:
+        code = checks.CHECK_FAILED
+    if code == checks.INVALID:
+        print("loadtest local: invalid measurement: the generator was the limit (the verdict above); add workers or "
+              "cores before reading the target's capacity", file=sys.stderr)
+    elif failing:
         print(f"loadtest local: failure ratio {result.failure_ratio:.2%} above {args.max_failure_ratio:.2%}",
               file=sys.stderr)
-        return checks.CHECK_FAILED
-    return checks.PASSED
+    return code
 
 
 def add_run_arguments(p) -> None:

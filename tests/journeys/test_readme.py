@@ -44,7 +44,7 @@ HIDDEN = ("haproxy", "wrk", "prometheus", "prometheus-node-exporter", "etcd", "c
 SET_UP_STEP = re.compile(r"scripts/(setup|install-node-tools)\b")
 COMMAND_TIMEOUT_S = 420
 REAL_NODE = "loadtest cluster up --real-node"
-JUDGED_RUN = re.compile(r"^loadtest run\b")
+JUDGED_RUN = re.compile(r"^(loadtest run|loadtest local|scripts/local)\b")
 
 # How a command's first words say what it needs. Checked in this order; a command none matches runs.
 NEEDS = (
