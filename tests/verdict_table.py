@@ -24,11 +24,19 @@ class Case:
     failure_ratio: float | None = None
     losses: tuple[str, ...] = ()
     silences: tuple[str, ...] = ()
+    # The open model: OFFERED_RPS offered and sent, every slot on time, the workers' event loop lagging in this share
+    # of its probes (None: the closed model).
+    loop_lagged: float | None = None
 
     def window(self) -> verdict.Window:
         """The window as the local run builds it."""
+        arrival = {} if self.loop_lagged is None else {"late_starts": 0.0, "late_users": 0.0,
+                                                       "loop_lagged": self.loop_lagged, "achieved": 1.0}
         return verdict.Window.of(list(self.samples), failure_ratio=self.failure_ratio, losses=self.losses,
-                                 silences=self.silences)
+                                 silences=self.silences, **arrival)
+
+
+OFFERED_RPS = 100.0
 
 
 def repeat(n: int, **sample) -> tuple[Sample, ...]:
@@ -65,4 +73,8 @@ CASES = (
     # The target silent (a hang: few requests, none failed yet): the target's, though the workers idle.
     Case("target-silent", repeat(6, worker_cpu=(0.1,), target_cpu=0.05), TB, TB,
          silences=("target silent from 10 s for 6 s (100 users)",)),
+    # The open model: a loop lagging in most of its probes cannot keep the schedule, whatever its CPU reads (a worker
+    # starved by its neighbours); a few lagging probes are stalls, not the limit.
+    Case("loop-lagging", repeat(6, worker_cpu=(0.6,), target_cpu=0.3), GB, GB, loop_lagged=0.8),
+    Case("loop-stalls", repeat(6, worker_cpu=(0.6,), target_cpu=0.3), OK, NGB, loop_lagged=0.05),
 )

@@ -2,12 +2,14 @@
 in the open model, the arrival rate), waits out a warm-up, then holds for a measured window, and reads the window
 from Prometheus.
 
-RPS, failures and latency percentiles come from the Locust metrics plugin's series, the workers' and the target's CPU
-from the saturation rules, and the step's verdict is loadtest.judging.verdict's over the window's steady samples, each
-side's saturation as the rules recorded it (`loadtest:*_saturated_steady:bool`). The sweep stops at the knee (RPS
+RPS, failures and latency percentiles come from the Locust metrics plugin's series (the percentiles from Locust's own
+histogram at the window's edges, as Locust computes them), the workers' and the target's CPU from the saturation
+rules, the workers lost and the target's silences from the master's fault counts, and the step's verdict is
+loadtest.judging.verdict's over the window's steady samples, each side's saturation as the rules recorded it
+(`loadtest:*_saturated_steady:bool`). The sweep stops at the knee (RPS
 stopped rising while p95 grew, or requests failed) or as soon as the generator saturates: from then on the RPS is the
 generator's ceiling, never the target's capacity. An arrival-rate step also reads the offered rate and the workers'
-slots and late starts over its window (exact counts, like the requests'), and stops the sweep at the first rate not held
+slots, late starts and event-loop probes over its window (exact counts, like the requests'), and stops the sweep at the first rate not held
 (achieved under arrival.ACHIEVED_SHARE of offered); late starts for want of worker CPU make a step generator-bound, as
 in `loadtest local`.
 
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import RunFailed
-from ..judging import sweepreport, verdict
+from ..judging import checks, sweepreport, verdict
 from ..judging.knee import Step, knee_reason
 from ..judging.locuststats import PerSecond
 from ..workload.sweep import KINDS, Spec, measured_window, measuring_s, window_end, window_range
@@ -119,8 +121,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     def over(expr: str) -> float | None:
         return prometheus.scalar(expr, t_end)
 
-    quantiles = {q: over(f'avg_over_time(locust_aggregated_response_time_seconds{{{sel}, quantile="{q}"}}[{r}])')
-                 for q in ("0.5", "0.95", "0.99")}
+    percentiles = window_percentiles(prometheus, sel, start_at, end)
     steady = over(f"max(count_over_time(loadtest:generator_saturated_steady:bool{{{sel}}}[{r}]))")
     if not steady:
         raise SweepFailed(f"Prometheus recorded no steady sample of release {release!r} over the window (every user "
@@ -138,6 +139,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         worker_throttling=over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"),
         late_starts=open_model["late_cpu_share"] if open_model else None,
         late_users=open_model["late_users_share"] if open_model else None,
+        loop_lagged=open_model["loop_lagged"] if open_model else None,
         losses=(f"{lost:g} worker(s) lost or quit (the master's loadtest_faults_total)",) if lost > 0 else (),
         silences=(f"{silent:g} spell(s) with no request answered (the master's loadtest_faults_total)",)
         if silent > 0 else (),
@@ -147,8 +149,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     return {
         "start": t_start, "end": t_end, "requests": requests, "failures": failures,
         "rps": requests / (t_end - t_start),
-        "p50_ms": 1000 * (quantiles["0.5"] or 0.0), "p95_ms": 1000 * (quantiles["0.95"] or 0.0),
-        "p99_ms": 1000 * (quantiles["0.99"] or 0.0),
+        "p50_ms": percentiles[0.5], "p95_ms": percentiles[0.95], "p99_ms": percentiles[0.99],
         "users": over(f"max(max_over_time(locust_users{{{sel}}}[{r}]))") or 0.0,
         "worker_cpu": prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", t_end),
         "worker_cpu_cores": over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
@@ -156,6 +157,19 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         "window": window,
         "arrival": open_model,
     }
+
+
+def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: float) -> dict[float, float]:
+    """The window's p50, p95 and p99 in ms as Locust computes them (loadtest_checks.percentile, its own rounding),
+    from its histogram of every request (locust_responses_total) at the scrapes at or before `start_at` and `end`:
+    the window's own requests, not a mean of the rolling percentiles that cover each scrape's last ~10 s."""
+    def counts(at: float) -> dict[float, float]:
+        return {float(s["metric"]["response_time_ms"]): float(s["value"][1]) for s in prometheus.query(
+            f"sum by (response_time_ms) (locust_responses_total{{{sel}}})", at)}
+
+    before = counts(start_at)
+    histogram = {ms: n - before.get(ms, 0.0) for ms, n in counts(end).items() if n > before.get(ms, 0.0)}
+    return {q: checks.language.percentile(histogram, q) for q in (0.5, 0.95, 0.99)}
 
 
 def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float, r: str) -> dict | None:
@@ -174,8 +188,10 @@ def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float
             for cause in ("users", "cpu")}
     service_p99 = prometheus.scalar(f'avg_over_time(locust_service_time_seconds{{{sel}, quantile="0.99"}}[{r}])', end)
     shares = verdict.late_shares(late, slots)
+    probes, lagged = (counted(f"sum(locust_arrival_loop_{kind}_total{{{sel}}})") for kind in ("probes", "lagged"))
     return {"offered_rps": offered, "slots": slots, "late_users_share": shares["users"], "late_cpu_share": shares["cpu"],
-            "service_p99_ms": None if service_p99 is None else 1000 * service_p99}
+            "service_p99_ms": None if service_p99 is None else 1000 * service_p99,
+            "loop_lagged": lagged / probes if probes > 0 else None}
 
 
 class Sweeper:

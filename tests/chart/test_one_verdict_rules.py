@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 import yaml
-from verdict_table import CASES
+from verdict_table import CASES, OFFERED_RPS
 
 from loadtest.judging import rules, verdict
 from loadtest.runtime import tools
@@ -57,6 +57,17 @@ def series_of(case) -> list[dict]:
                  "values": values(cumulative([1000] * len(samples)))},
                 {"series": f'locust_request_failures_total{{{locust}, method="GET", name="/"}}',
                  "values": values(cumulative([1000 * case.failure_ratio] * len(samples)))}]
+    if case.loop_lagged is not None:  # the open model: the rate offered and sent, every slot on time
+        sent = OFFERED_RPS * STEP_S
+        out += [{"series": f"locust_arrival_rate_offered_rps{{{locust}}}", "values": values([OFFERED_RPS] * (len(samples) + 1))},
+                {"series": f'locust_requests_total{{{locust}, method="GET", name="/"}}',
+                 "values": values(cumulative([sent] * len(samples)))},
+                {"series": f'locust_worker_arrival_slots_total{{{locust}, worker="{r}-worker-0_{UUID}"}}',
+                 "values": values(cumulative([sent] * len(samples)))},
+                {"series": f"locust_arrival_loop_probes_total{{{locust}}}",
+                 "values": values(cumulative([150] * len(samples)))},
+                {"series": f"locust_arrival_loop_lagged_total{{{locust}}}",
+                 "values": values(cumulative([150 * case.loop_lagged] * len(samples)))}]
     for kind, faults in (("worker lost", case.losses), ("target silent", case.silences)):
         if faults:  # the master's count of its faults, one more at every evaluation: each sees one in its window
             out.append({"series": f'loadtest_faults_total{{{locust}, kind="{kind}"}}',

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL
-from verdict_table import CASES
+from verdict_table import CASES, OFFERED_RPS
 
 from loadtest import paths
 from loadtest.judging import verdict
@@ -15,6 +15,7 @@ from loadtest.judging import verdict
 loadtest_judge = paths.pod_module("loadtest_judge")
 loadtest_metrics = paths.pod_module("loadtest_metrics")
 loadtest_checks = paths.pod_module("loadtest_checks")
+loadtest_arrival = paths.pod_module("loadtest_arrival")
 
 
 def master_window(samples):
@@ -34,15 +35,27 @@ def master_window(samples):
 def master_figures(case) -> dict:
     """Locust's aggregated figures as the master holds them at the end: 1,000 requests, the case's share failed."""
     failures = round(1000 * (case.failure_ratio or 0.0))
-    return {loadtest_checks.AGGREGATED: loadtest_checks.Figures(loadtest_checks.AGGREGATED, 1000, failures, 100.0,
-                                                                10.0, 50.0, {})}
+    return {loadtest_checks.AGGREGATED: loadtest_checks.Figures(loadtest_checks.AGGREGATED, 1000, failures,
+                                                                OFFERED_RPS, 10.0, 50.0, {})}
+
+
+def master_arrival(case):
+    """The open model's totals as the master sums them from one worker's reports: every slot of the window sent on
+    time, the case's share of the loop's probes late."""
+    if case.loop_lagged is None:
+        return None
+    totals, counts = loadtest_arrival.Totals(OFFERED_RPS), loadtest_arrival.Counts()
+    counts.slots = round(OFFERED_RPS * len(case.samples) * WORKER_REPORT_INTERVAL)
+    counts.loop = {"probes": 1000, "lagged": round(1000 * case.loop_lagged), "max_lag_ms": 40.0}
+    totals.add("worker-0", {loadtest_arrival.REPORT_KEY: counts.report()})
+    return totals
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_local_run_and_the_master_judge_the_same_window_alike(case):
     local = case.window()
-    master = loadtest_judge.steady_window(master_window(case.samples), None, master_figures(case), case.losses,
-                                          case.silences)
+    master = loadtest_judge.steady_window(master_window(case.samples), master_arrival(case), master_figures(case),
+                                          case.losses, case.silences)
     assert verdict.judge(local).kind == case.kind
     assert verdict.judge(master).kind == case.master_kind
     assert master.samples == local.samples

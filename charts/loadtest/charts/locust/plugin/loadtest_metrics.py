@@ -27,6 +27,8 @@ Metrics (counters reset when Locust resets its statistics; Prometheus' rate() ha
   locust_request_failures_total{method,name}      failed requests
   locust_response_time_seconds{method,name,quantile}       p50/p95/p99/p99.9 over the last ~10 s, per request name
   locust_aggregated_response_time_seconds{quantile}        p50/p95/p99/p99.9 over the last ~10 s, all requests
+  locust_responses_total{response_time_ms}        requests by response time as Locust rounds it (its statistics'
+                                                  histogram): a window's percentiles from the counts at its edges
   locust_worker_cpu_usage_cores{worker}           CPU the worker process used over its last 3 s stats report
   locust_worker_cpu_limit_cores{worker}           the worker's CPU limit; +Inf without one
   locust_worker_memory_bytes{worker}              resident memory of the worker process
@@ -36,7 +38,7 @@ Metrics (counters reset when Locust resets its statistics; Prometheus' rate() ha
   loadtest_faults_total{kind}                     the run's faults as its master saw them (loadtest_faults): kind
                                                   "worker lost", "worker quit" or "target silent"
 In the open model (LOADTEST_ARRIVAL_RATE), also loadtest_arrival's: the offered rate, each worker's slots and late
-starts, and the service-time percentiles.
+starts, the workers' event-loop probes and those that woke late, and the service-time percentiles.
 `worker` is Locust's worker id, `<hostname>_<32 hex digits>`; in Kubernetes the hostname is the pod's name.
 """
 from __future__ import annotations
@@ -337,6 +339,14 @@ class LocustCollector:
             labels=["quantile"])
         _percentiles(stats.total, aggregated)
         yield aggregated
+        # Locust's own histogram of all requests (its rounded response times): the counts at a window's two edges
+        # give the window's percentiles as Locust computes them (loadtest_checks.percentile), where the rolling
+        # gauges above cover only their last ~10 s.
+        responses = CounterMetricFamily("locust_responses", "Requests by response time as Locust rounds it",
+                                        labels=["response_time_ms"])
+        for milliseconds, count in sorted(stats.total.response_times.items()):
+            responses.add_metric([f"{milliseconds:g}"], count)
+        yield responses
 
         if isinstance(runner, MasterRunner):
             yield from self._workers(runner)
@@ -363,6 +373,11 @@ class LocustCollector:
             milliseconds = totals.service.get_current_response_time_percentile(quantile)
             if milliseconds is not None:
                 service.add_metric([f"{quantile:g}"], milliseconds / 1000)
+        loop = totals.run_loop
+        yield CounterMetricFamily("locust_arrival_loop_probes", "The workers' event-loop probes",
+                                  value=loop["probes"])
+        yield CounterMetricFamily("locust_arrival_loop_lagged", "Probes that woke late (loadtest_verdict.LATE_S)",
+                                  value=loop["lagged"])
         yield from (slots, late, service)
 
     @staticmethod

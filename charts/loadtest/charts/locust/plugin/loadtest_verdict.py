@@ -213,8 +213,9 @@ def generator_limit(window: Window) -> str | None:
 
 def loop_stalls(window: Window) -> str:
     """Late starts not blamed on CPU, in words."""
-    probes = ("" if window.loop_lagged is None else
-              f"; the loop lagged in {window.loop_lagged:.1%} of its probes, at most {window.max_lag_ms or 0:.0f} ms")
+    probes = "" if window.loop_lagged is None else f"; the loop lagged in {window.loop_lagged:.1%} of its probes"
+    if window.loop_lagged is not None and window.max_lag_ms is not None:
+        probes += f", at most {window.max_lag_ms:.0f} ms"
     return (f"{window.late_starts:.2%} of the requests started late with a user free while no worker's CPU reached "
             f"its ceiling: the workers' event loop stalled now and then{probes}, not for want of CPU (their latency "
             "counts from the slot)")
@@ -262,9 +263,10 @@ def judge(window: Window) -> Verdict:
         return Verdict(GENERATOR_BOUND, f"the generator was saturated in {window.generator_share:.0%} of the steady "
                                         f"window ({window.figures()}): the RPS is the generator's ceiling; {advice}")
     if cause == LOOP:
+        longest = "" if window.max_lag_ms is None else f"at most {window.max_lag_ms:.0f} ms; "
         return Verdict(GENERATOR_BOUND, f"the workers' event loop woke more than {LATE_MS} ms late in "
-                                        f"{window.loop_lagged:.0%} of its probes (at most {window.max_lag_ms or 0:.0f} "
-                                        f"ms; {window.figures()}): it could not keep the schedule, so the rate and "
+                                        f"{window.loop_lagged:.0%} of its probes ({longest}{window.figures()}): it "
+                                        "could not keep the schedule, so the rate and "
                                         "the latency are the generator's; add workers or cores, or give each "
                                         "worker a whole core")
     stalls = ""
