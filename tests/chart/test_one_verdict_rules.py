@@ -69,9 +69,10 @@ def series_of(case) -> list[dict]:
                 {"series": f"locust_arrival_loop_lagged_total{{{locust}}}",
                  "values": values(cumulative([150 * case.loop_lagged] * len(samples)))}]
     for kind, faults in (("worker lost", case.losses), ("target silent", case.silences)):
-        if faults:  # the master's count of its faults, one more at every evaluation: each sees one in its window
-            out.append({"series": f'loadtest_faults_total{{{locust}, kind="{kind}"}}',
-                        "values": values(cumulative([1] * len(samples)))})
+        # The master counts every kind from its start (0 without any); a row's fault, one more at every evaluation:
+        # each sees one in its window.
+        out.append({"series": f'loadtest_faults_total{{{locust}, kind="{kind}"}}',
+                    "values": values(cumulative([1 if faults else 0] * len(samples)))})
     if first.host_cpu is not None:
         out.append({"series": f'node_cpu_seconds_total{{release="{r}", loadtest_role="host", cpu="0", mode="idle"}}',
                     "values": values(cumulative([STEP_S * (1 - s.host_cpu) for s in samples]))})
