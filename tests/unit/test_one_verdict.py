@@ -1,8 +1,9 @@
-"""The same windows (tests/verdict_table.py) judged as `loadtest run --local` judges them and as the chart's judged
-master does, from worker reports as Locust delivers them: one verdict module (plugin/loadtest_verdict.py), the same
+"""The same windows (tests/verdict_table.py) judged as `loadtest run --local` judges them (through its sampler's
+ticks) and as the chart's judged master does, from worker reports as Locust delivers them: one verdict module (plugin/loadtest_verdict.py), the same
 shares, the same verdict wherever the master can see what decides it."""
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -11,6 +12,7 @@ from verdict_table import CASES, OFFERED_RPS
 
 from loadtest import paths
 from loadtest.judging import verdict
+from loadtest.runtime import localrun
 
 loadtest_judge = paths.pod_module("loadtest_judge")
 loadtest_metrics = paths.pod_module("loadtest_metrics")
@@ -51,9 +53,23 @@ def master_arrival(case):
     return totals
 
 
+def sampled(case) -> verdict.Window:
+    """The local run's window of the case: its sampler's ticks, a second each (a saturated ramp-up tick first, and
+    the stop after: neither is judged), then the window as the local run builds it from the steady samples."""
+    phases = localrun.Phases()
+    hot = verdict.Sample(worker_cpu=(1.0,) * len(case.samples[0].workers()), target_cpu=1.0)
+    phases.tick(0.0, "spawning", hot)
+    phases.tick(1.0, "running", hot)  # the first running tick began while users were still spawned
+    for second, sample in enumerate(case.samples, 2):
+        phases.tick(float(second), "running", sample)
+    phases.tick(float(len(case.samples) + 2), "stopping", hot)
+    assert phases.samples == list(case.samples)
+    return replace(case, samples=tuple(phases.samples)).window()
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_local_run_and_the_master_judge_the_same_window_alike(case):
-    local = case.window()
+    local = sampled(case)
     master = loadtest_judge.steady_window(master_window(case.samples), master_arrival(case), master_figures(case),
                                           case.losses, case.silences)
     assert verdict.judge(local).kind == case.kind
