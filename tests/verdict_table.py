@@ -24,16 +24,26 @@ class Case:
     failure_ratio: float | None = None
     losses: tuple[str, ...] = ()
     silences: tuple[str, ...] = ()
-    # The open model: OFFERED_RPS offered and sent, every slot on time, the workers' event loop lagging in this share
-    # of its probes (None: the closed model).
-    loop_lagged: float | None = None
+    arrival: Arrival | None = None  # the open model's figures (None: the closed model)
 
     def window(self) -> verdict.Window:
         """The window as the local run builds it."""
-        arrival = {} if self.loop_lagged is None else {"late_starts": 0.0, "late_users": 0.0,
-                                                       "loop_lagged": self.loop_lagged, "achieved": 1.0}
+        a = self.arrival
+        arrival = {} if a is None else {"late_starts": 0.0, "late_users": 0.0, "loop_lagged": a.loop_lagged,
+                                        "achieved": a.sent, "requests_per_slot": a.per_slot}
         return verdict.Window.of(list(self.samples), failure_ratio=self.failure_ratio, losses=self.losses,
                                  silences=self.silences, **arrival)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """The open model's window: every slot started on time (no late start of either cause), `sent` of the offered
+    rate answered, `per_slot` requests answered for each slot the workers handed out, the workers' event loop
+    lagging in `loop_lagged` of its probes."""
+
+    loop_lagged: float = 0.0
+    sent: float = 1.0
+    per_slot: float = 1.0
 
 
 OFFERED_RPS = 100.0
@@ -75,6 +85,11 @@ CASES = (
          silences=("target silent from 10 s for 6 s (100 users)",)),
     # The open model: a loop lagging in most of its probes cannot keep the schedule, whatever its CPU reads (a worker
     # starved by its neighbours); a few lagging probes are stalls, not the limit.
-    Case("loop-lagging", repeat(6, worker_cpu=(0.6,), target_cpu=0.3), GB, GB, loop_lagged=0.8),
-    Case("loop-stalls", repeat(6, worker_cpu=(0.6,), target_cpu=0.3), OK, NGB, loop_lagged=0.05),
+    Case("loop-lagging", repeat(6, worker_cpu=(0.6,), target_cpu=0.3), GB, GB, arrival=Arrival(loop_lagged=0.8)),
+    Case("loop-stalls", repeat(6, worker_cpu=(0.6,), target_cpu=0.3), OK, NGB, arrival=Arrival(loop_lagged=0.05)),
+    # The rate not sent with idle workers, the target at a fifth of its CPU and every slot on time: the generator did
+    # not offer it (a worker never got its share of the slots; a task that skips slots), never the target's.
+    Case("slots-short", repeat(6, worker_cpu=(0.2,), target_cpu=0.2), GB, GB, arrival=Arrival(sent=0.5)),
+    Case("task-skips-slots", repeat(6, worker_cpu=(0.2,), target_cpu=0.2), GB, GB,
+         arrival=Arrival(sent=0.5, per_slot=0.5)),
 )

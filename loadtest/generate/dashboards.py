@@ -109,7 +109,8 @@ def verdict_panel() -> stat.Panel:
         "Which side limits the run now, from the saturation rules (the same the alerts use), in the verdict's "
         "order of causes. generator-bound: workers were lost, or a worker is at "
         f"{SATURATED:.0%} of its CPU ceiling (its limit, at most one core) or throttled in {THROTTLED:.0%} of its "
-        "CPU periods: the RPS is Locust's ceiling, not the target's capacity; add workers or nodes, not users. "
+        "CPU periods: the RPS is Locust's ceiling, not the target's capacity; add workers or nodes, not users "
+        "(open model: also a lagging event loop, or a rate not offered with the target unsaturated). "
         f"target-bound: the target went silent or failed more than {FAILING:.0%} of the requests, or is at its CPU "
         "ceiling with the workers below theirs: this RPS is the target's capacity. healthy: neither; raise users. "
         "not generator-bound: the workers have headroom but the target's CPU is not measured (a target outside the "
@@ -131,6 +132,8 @@ def advice_panel() -> stat.Panel:
         "core; more workers where the nodes have room, else nodes. sweep-target-cpus: the target is at its "
         "CPU, the generator is fine; measure it at more CPUs. raise-users: neither side is saturated. "
         "measure-target: the workers have headroom and the target's CPU is not measured; measure it first. "
+        "check-the-schedule: the open model's rate was not offered with neither side saturated; see that every "
+        "worker got its share of the rate and the task sends a request in every slot. "
         "`loadtest tune --release <name>` prints the numbers and the helm upgrade; --apply runs it.",
         "loadtest:advice", "advice", 16, "no test running for a minute").color_mode(BigValueColorMode.NONE)
 

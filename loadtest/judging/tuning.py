@@ -28,8 +28,9 @@ MORE_GENERATOR = "add-workers-or-nodes"
 SWEEP_TARGET = "sweep-target-cpus"
 RAISE_USERS = "raise-users"
 MEASURE_TARGET = "measure-target"  # the target's CPU unmeasured: only the generator's headroom is known
+CHECK_SCHEDULE = "check-the-schedule"  # the open model's rate not offered, neither side saturated
 IDLE = "start-a-swarm"  # no steady window: nothing to judge (no rule series either)
-DIAGNOSES = (WORKERS_PENDING, WHOLE_CORE, MORE_GENERATOR, SWEEP_TARGET, RAISE_USERS, MEASURE_TARGET)
+DIAGNOSES = (WORKERS_PENDING, WHOLE_CORE, MORE_GENERATOR, SWEEP_TARGET, RAISE_USERS, MEASURE_TARGET, CHECK_SCHEDULE)
 
 # The window tune judges is the rules' (monitoring.rules.windowSeconds, the rule's range `[1m]` as the chart renders
 # it): the last window's steady samples. A release whose chart has no such value judges the minute.
@@ -174,6 +175,8 @@ def advise(s: Snapshot) -> Advice:
                + (f"{s.rps:,.0f} RPS" if s.rps is not None else "RPS unknown")
                + (f", p95 {s.p95_ms:.0f} ms" if s.p95_ms is not None else ""),
                f"verdict {v.kind}: {w.figures()}")
+    if v.kind == verdict.GENERATOR_BOUND and not w.losses and verdict.generator_limit(w) is None:
+        return _check_schedule(s, w, v, figures)
     if v.kind == verdict.GENERATOR_BOUND:
         throttled = w.worker_throttling is not None and w.worker_throttling >= verdict.THROTTLED
         if throttled or s.worker_cpu_m < sizing.WORKER_CPU_M:
@@ -192,6 +195,19 @@ def advise(s: Snapshot) -> Advice:
     busiest = max(w.busiest_worker, w.target_cpu)
     factor = min(MAX_USERS_FACTOR, verdict.SATURATED_CPU / busiest) if busiest > 0 else MAX_USERS_FACTOR
     return _raise_rate(s, w, factor, figures) if s.arrival_rate else _raise_users(s, w, factor, figures)
+
+
+def _check_schedule(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
+    """The open model's rate not sent with neither side saturated: no load or size change helps; the verdict's
+    reason says whether the slots or the task fell short."""
+    return Advice(
+        CHECK_SCHEDULE,
+        f"the rate was not offered ({w.achieved:.1%} of {s.arrival_rate or 0:g} requests/s sent) though neither side "
+        "is saturated and every slot started on time: the generator's schedule or task fell short, not the target",
+        figures,
+        next_step="check that every worker runs and got its share of the rate (the web UI's workers, "
+                  "locust_worker_arrival_slots_total by worker) and that the task sends one request in every slot; "
+                  f"the verdict says which: {v.reason}")
 
 
 def _measure_target(s: Snapshot, w: verdict.Window, figures: tuple[str, ...]) -> Advice:

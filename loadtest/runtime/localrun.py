@@ -373,6 +373,7 @@ def _result(workdir: Path, phases: Phases, scenario: str, workers: int, users: i
                                loop_lagged=figures.loop_lagged if figures else None,
                                max_lag_ms=figures.max_lag_ms if figures else None,
                                achieved=final.rps / figures.offered_rps if figures else None,
+                               requests_per_slot=final.requests / figures.slots if figures and figures.slots else None,
                                losses=tuple(faults["steady_losses"]) if faults else (),
                                silences=tuple(faults["steady_silences"]) if faults else (),
                                failure_ratio=final.failures / final.requests if final.requests else None)

@@ -145,7 +145,8 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         if silent > 0 else (),
         failure_ratio=failures / requests if requests else None)
     if open_model:  # the rate sent over the same scrapes: a rate not held is never healthy
-        window = dataclasses.replace(window, achieved=requests / (t_end - t_start) / open_model["offered_rps"])
+        window = dataclasses.replace(window, achieved=requests / (t_end - t_start) / open_model["offered_rps"],
+                                     requests_per_slot=requests / open_model["slots"] if open_model["slots"] else None)
     return {
         "start": t_start, "end": t_end, "requests": requests, "failures": failures,
         "rps": requests / (t_end - t_start),

@@ -57,17 +57,18 @@ def series_of(case) -> list[dict]:
                  "values": values(cumulative([1000] * len(samples)))},
                 {"series": f'locust_request_failures_total{{{locust}, method="GET", name="/"}}',
                  "values": values(cumulative([1000 * case.failure_ratio] * len(samples)))}]
-    if case.loop_lagged is not None:  # the open model: the rate offered and sent, every slot on time
-        sent = OFFERED_RPS * STEP_S
-        out += [{"series": f"locust_arrival_rate_offered_rps{{{locust}}}", "values": values([OFFERED_RPS] * (len(samples) + 1))},
+    if (a := case.arrival) is not None:  # the open model: every slot on time, the case's share of the rate sent
+        sent = OFFERED_RPS * a.sent * STEP_S
+        out += [{"series": f"locust_arrival_rate_offered_rps{{{locust}}}",
+                 "values": values([OFFERED_RPS] * (len(samples) + 1))},
                 {"series": f'locust_requests_total{{{locust}, method="GET", name="/"}}',
                  "values": values(cumulative([sent] * len(samples)))},
                 {"series": f'locust_worker_arrival_slots_total{{{locust}, worker="{r}-worker-0_{UUID}"}}',
-                 "values": values(cumulative([sent] * len(samples)))},
+                 "values": values(cumulative([sent / a.per_slot] * len(samples)))},
                 {"series": f"locust_arrival_loop_probes_total{{{locust}}}",
                  "values": values(cumulative([150] * len(samples)))},
                 {"series": f"locust_arrival_loop_lagged_total{{{locust}}}",
-                 "values": values(cumulative([150 * case.loop_lagged] * len(samples)))}]
+                 "values": values(cumulative([150 * a.loop_lagged] * len(samples)))}]
     for kind, faults in (("worker lost", case.losses), ("target silent", case.silences)):
         # The master counts every kind from its start (0 without any); a row's fault, one more at every evaluation:
         # each sees one in its window.

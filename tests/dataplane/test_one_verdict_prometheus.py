@@ -54,11 +54,12 @@ def series(case, scrapes: int) -> list[str]:
                    f"{(1 - sample.host_cpu) * SCRAPE_S * scrapes:g}")
     for kind, faults in (("worker lost", case.losses), ("target silent", case.silences)):
         out.append(f'loadtest_faults_total{{{locust}, kind="{kind}"}} {scrapes if faults else 0}')
-    if case.loop_lagged is not None:  # the open model: the offered rate sent, every slot on time
-        out += [f"locust_arrival_rate_offered_rps{{{locust}}} {REQUESTS / SCRAPE_S:g}",
-                f'locust_worker_arrival_slots_total{{{locust}, worker="{r}-worker-0_{UUID}"}} {REQUESTS * scrapes}',
+    if (a := case.arrival) is not None:  # the open model: every slot on time, the case's share of the rate sent
+        out += [f"locust_arrival_rate_offered_rps{{{locust}}} {REQUESTS / SCRAPE_S / a.sent:g}",
+                f'locust_worker_arrival_slots_total{{{locust}, worker="{r}-worker-0_{UUID}"}} '
+                f"{round(REQUESTS / a.per_slot) * scrapes}",
                 f"locust_arrival_loop_probes_total{{{locust}}} {100 * scrapes}",
-                f"locust_arrival_loop_lagged_total{{{locust}}} {round(100 * case.loop_lagged) * scrapes}"]
+                f"locust_arrival_loop_lagged_total{{{locust}}} {round(100 * a.loop_lagged) * scrapes}"]
     return out
 
 
@@ -131,6 +132,8 @@ def test_the_prometheus_path_judges_each_row_as_the_local_run_does(prometheus, c
     assert window.target_measured == local.target_measured and window.failing == local.failing, window
     assert bool(window.losses) == bool(local.losses) and bool(window.silences) == bool(local.silences), window
     assert window.loop_lagged == pytest.approx(local.loop_lagged), window
+    assert window.requests_per_slot == pytest.approx(local.requests_per_slot), window
+    assert (window.achieved is None) == (local.achieved is None), window
     # The window's percentiles are Locust's own of its histogram (99 % at 4 ms, 1 % at 40 ms: its p99 is 40 ms), not
     # a mean of the rolling gauges (none here at all).
     assert (figures["p50_ms"], figures["p95_ms"], figures["p99_ms"]) == (4, 4, 40), figures

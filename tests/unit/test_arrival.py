@@ -150,11 +150,17 @@ def test_an_event_loop_lagging_in_most_of_its_probes_is_the_generators_limit():
     assert verdict.judge(verdict.Window.of(cool, loop_lagged=0.4, late_starts=0.0)).kind == verdict.HEALTHY
 
 
-def test_a_rate_not_sent_is_never_healthy():
+def test_a_rate_not_sent_is_never_healthy_and_never_the_unsaturated_targets():
+    """Every slot on time, the target at a fifth of its CPU: the generator did not offer the rate (issue #55)."""
     cool = [verdict.Sample(worker_cpu=(0.3,), target_cpu=0.2)] * 10
     assert verdict.judge(verdict.Window.of(cool, late_starts=0.0, achieved=0.99)).kind == verdict.HEALTHY
-    short = verdict.judge(verdict.Window.of(cool, late_starts=0.0, achieved=0.95))
-    assert short.kind == verdict.TARGET_BOUND and "only 95.0% of the offered rate was sent" in short.reason
+    short = verdict.judge(verdict.Window.of(cool, late_starts=0.0, achieved=0.95, requests_per_slot=1.0))
+    assert short.kind == verdict.GENERATOR_BOUND and "only 95.0% of the offered rate was sent" in short.reason
+    assert "a worker never got its share of the rate" in short.reason
+    skipping = verdict.judge(verdict.Window.of(cool, late_starts=0.0, achieved=0.5, requests_per_slot=0.5))
+    assert skipping.kind == verdict.GENERATOR_BOUND and "0.50 request(s) a slot" in skipping.reason
+    busy_target = [verdict.Sample(worker_cpu=(0.3,), target_cpu=0.95)] * 10
+    assert verdict.judge(verdict.Window.of(busy_target, late_starts=0.0, achieved=0.8)).kind == verdict.TARGET_BOUND
     hot = [verdict.Sample(worker_cpu=(0.97,))] * 10
     assert verdict.judge(verdict.Window.of(hot, late_starts=0.0, achieved=0.5)).kind == verdict.GENERATOR_BOUND
 

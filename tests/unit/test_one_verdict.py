@@ -35,20 +35,22 @@ def master_window(samples):
 
 
 def master_figures(case) -> dict:
-    """Locust's aggregated figures as the master holds them at the end: 1,000 requests, the case's share failed."""
+    """Locust's aggregated figures as the master holds them at the end: 1,000 requests, the case's share failed, at
+    the case's share of the offered rate."""
     failures = round(1000 * (case.failure_ratio or 0.0))
-    return {loadtest_checks.AGGREGATED: loadtest_checks.Figures(loadtest_checks.AGGREGATED, 1000, failures,
-                                                                OFFERED_RPS, 10.0, 50.0, {})}
+    rps = OFFERED_RPS * (case.arrival.sent if case.arrival else 1.0)
+    return {loadtest_checks.AGGREGATED: loadtest_checks.Figures(loadtest_checks.AGGREGATED, 1000, failures, rps, 10.0,
+                                                                50.0, {})}
 
 
 def master_arrival(case):
-    """The open model's totals as the master sums them from one worker's reports: every slot of the window sent on
-    time, the case's share of the loop's probes late."""
-    if case.loop_lagged is None:
+    """The open model's totals as the master sums them from one worker's reports: the slots the 1,000 requests were
+    sent for, every one on time, the case's share of the loop's probes late."""
+    if case.arrival is None:
         return None
     totals, counts = loadtest_arrival.Totals(OFFERED_RPS), loadtest_arrival.Counts()
-    counts.slots = round(OFFERED_RPS * len(case.samples) * WORKER_REPORT_INTERVAL)
-    counts.loop = {"probes": 1000, "lagged": round(1000 * case.loop_lagged), "max_lag_ms": 40.0}
+    counts.slots = round(1000 / case.arrival.per_slot)
+    counts.loop = {"probes": 1000, "lagged": round(1000 * case.arrival.loop_lagged), "max_lag_ms": 40.0}
     totals.add("worker-0", {loadtest_arrival.REPORT_KEY: counts.report()})
     return totals
 

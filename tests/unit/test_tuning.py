@@ -60,6 +60,10 @@ SNAPSHOTS = {
     # alone does not say more users would be served; measure the target first.
     "target unmeasured": (replace(THIN, mode="autostart", worker_cpu_m=1000, replicas=6,
                                   window=window(busiest=0.2, target=None)), tuning.MEASURE_TARGET, {}, 0),
+    # The open model's rate not sent, neither side saturated: no load or size change helps; look at the schedule.
+    "rate not offered": (replace(THIN, mode="autostart", worker_cpu_m=1000, replicas=6, users=1000, arrival_rate=2000.0,
+                                 window=replace(window(busiest=0.3, target=0.2), late_starts=0.0, late_users=0.0,
+                                                achieved=0.5, requests_per_slot=1.0)), tuning.CHECK_SCHEDULE, {}, 0),
     # 8 asked on 2 c5.xlarge that hold 6: ask for 6, or add a node.
     "pending workers": (replace(THIN, worker_cpu_m=1000, replicas=8, pending=2), tuning.WORKERS_PENDING,
                         {"locust.worker.replicas": "6"}, 1),

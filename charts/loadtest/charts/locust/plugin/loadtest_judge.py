@@ -117,6 +117,7 @@ def steady_window(cpu: WorkerCpu, arrival, figures: dict, losses: tuple[str, ...
         cpu.samples(), late_starts=totals["late_share"]["cpu"], late_users=totals["late_share"]["users"],
         loop_lagged=arrival.loop_lagged(), max_lag_ms=totals["loop"]["max_lag_ms"],
         achieved=figures[loadtest_checks.AGGREGATED].rps / arrival.rate if arrival.rate else None,
+        requests_per_slot=figures[loadtest_checks.AGGREGATED].requests / totals["slots"] if totals["slots"] else None,
         losses=losses, silences=silences, failure_ratio=failure_ratio)
 
 

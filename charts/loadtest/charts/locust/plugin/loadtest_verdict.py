@@ -129,6 +129,9 @@ class Window:
     loop_lagged: float | None = None  # open model: the share of the workers' event-loop probes that woke late
     max_lag_ms: float | None = None  # open model: the longest of those lags
     achieved: float | None = None  # open model: the achieved rate as a share of the offered one
+    # Open model: requests answered per slot the workers handed out (short of 1: the task did not send a request in
+    # every slot; at 1 with the rate short, the slots themselves fell short: a worker never got its share).
+    requests_per_slot: float | None = None
     # Workers lost or quit in the window, in words (loadtest_faults): the load it measured was not the one asked for.
     losses: tuple[str, ...] = ()
     # The target silent in the window, in words (loadtest_faults): a spell with no request answered at all.
@@ -138,7 +141,8 @@ class Window:
     @classmethod
     def of(cls, samples: list[Sample], late_starts: float | None = None, late_users: float | None = None,
            loop_lagged: float | None = None, max_lag_ms: float | None = None, achieved: float | None = None,
-           losses: tuple[str, ...] = (), silences: tuple[str, ...] = (), failure_ratio: float | None = None) -> Window:
+           losses: tuple[str, ...] = (), silences: tuple[str, ...] = (), failure_ratio: float | None = None,
+           requests_per_slot: float | None = None) -> Window:
         """The window of samples taken by the process that judges (locally, or the master from its reports)."""
         n = len(samples)
         by_worker: dict = {}
@@ -153,7 +157,8 @@ class Window:
             host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
             worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
             late_starts=late_starts, late_users=late_users, loop_lagged=loop_lagged, max_lag_ms=max_lag_ms,
-            achieved=achieved, losses=tuple(losses), silences=tuple(silences), failure_ratio=failure_ratio)
+            achieved=achieved, losses=tuple(losses), silences=tuple(silences), failure_ratio=failure_ratio,
+            requests_per_slot=requests_per_slot)
 
     @property
     def measured(self) -> bool:
@@ -224,9 +229,10 @@ def loop_stalls(window: Window) -> str:
 def judge(window: Window) -> Verdict:
     """The window's verdict: generator-bound when the generator was the limit (generator_limit), since a saturated
     generator hides the target's capacity; else target-bound when the target was saturated, or (open model) its
-    latency made slots find no user free, or the rate was not sent with the workers keeping up; else healthy, or not
-    generator-bound where the target's CPU was not measured (the master's window, a target elsewhere). Late starts without evidence of CPU are named in the
-    reason, not blamed on the generator. A window without a sample says so: nothing was judged."""
+    latency made slots find no user free; else (open model) generator-bound when the rate was not sent though the
+    target answered every slot on time (the generator did not offer it); else healthy, or not generator-bound where
+    the target's CPU was not measured (the master's window, a target elsewhere). Late starts without evidence of CPU
+    are named in the reason, not blamed on the generator. A window without a sample says so: nothing was judged."""
     if not window.measured:
         return Verdict(NOT_GENERATOR_BOUND, "no steady sample of the workers' CPU: the run was too short to "
                                             "measure it; whether the generator was the limit is not known")
@@ -282,9 +288,21 @@ def judge(window: Window) -> Verdict:
                                      f"while the workers had headroom ({window.figures()}): this RPS is its capacity "
                                      f"at this CPU count{stalls}")
     if window.achieved is not None and window.achieved < ACHIEVED_SHARE:
-        return Verdict(TARGET_BOUND, f"only {window.achieved:.1%} of the offered rate was sent, under "
-                                     f"{ACHIEVED_SHARE:.0%}, with the workers keeping up ({window.figures()}): the "
-                                     f"rate was not held{stalls}")
+        # Every slot started on time and the target answered them, unsaturated: what fell short is what the
+        # generator offered, not what the target served.
+        if window.requests_per_slot is not None and window.requests_per_slot < ACHIEVED_SHARE:
+            why = (f"the workers' task sent {window.requests_per_slot:.2f} request(s) a slot it was handed: it does "
+                   "not send one request in every slot (a task that waits, branches or sends none); make it send "
+                   "one request a slot")
+        elif window.requests_per_slot is not None:
+            why = ("the workers handed out fewer slots than the rate, each answered: a worker never got its share "
+                   "of the rate (fewer workers than the rate was split over, one that joined late or stalled)")
+        else:
+            why = "the slots handed out or the requests sent for them fell short"
+        return Verdict(GENERATOR_BOUND, f"only {window.achieved:.1%} of the offered rate was sent, under "
+                                        f"{ACHIEVED_SHARE:.0%}, with the target unsaturated and every slot on time "
+                                        f"({window.figures()}): {why}; the load measured is not the one offered, "
+                                        f"so it is not the target's at this rate{stalls}")
     if not window.target_measured:
         return Verdict(NOT_GENERATOR_BOUND, f"the generator was not saturated in most of the steady window "
                                             f"({window.figures()}); the target's CPU was not measured, so whether it "
