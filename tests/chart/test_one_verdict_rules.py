@@ -65,6 +65,8 @@ def series_of(case) -> list[dict]:
                  "values": values(cumulative([sent] * len(samples)))},
                 {"series": f'locust_worker_arrival_slots_total{{{locust}, worker="{r}-worker-0_{UUID}"}}',
                  "values": values(cumulative([sent / a.per_slot] * len(samples)))},
+                {"series": f'locust_worker_late_starts_total{{{locust}, worker="{r}-worker-0_{UUID}", cause="cpu"}}',
+                 "values": values(cumulative([sent / a.per_slot * a.late_cpu] * len(samples)))},
                 {"series": f"locust_arrival_loop_probes_total{{{locust}}}",
                  "values": values(cumulative([150] * len(samples)))},
                 {"series": f"locust_arrival_loop_lagged_total{{{locust}}}",

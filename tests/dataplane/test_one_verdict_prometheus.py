@@ -58,6 +58,8 @@ def series(case, scrapes: int) -> list[str]:
         out += [f"locust_arrival_rate_offered_rps{{{locust}}} {REQUESTS / SCRAPE_S / a.sent:g}",
                 f'locust_worker_arrival_slots_total{{{locust}, worker="{r}-worker-0_{UUID}"}} '
                 f"{round(REQUESTS / a.per_slot) * scrapes}",
+                f'locust_worker_late_starts_total{{{locust}, worker="{r}-worker-0_{UUID}", cause="cpu"}} '
+                f"{round(REQUESTS / a.per_slot * a.late_cpu) * scrapes}",
                 f"locust_arrival_loop_probes_total{{{locust}}} {100 * scrapes}",
                 f"locust_arrival_loop_lagged_total{{{locust}}} {round(100 * a.loop_lagged) * scrapes}"]
     return out

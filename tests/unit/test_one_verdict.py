@@ -50,6 +50,7 @@ def master_arrival(case):
         return None
     totals, counts = loadtest_arrival.Totals(OFFERED_RPS), loadtest_arrival.Counts()
     counts.slots = round(1000 / case.arrival.per_slot)
+    counts.late["cpu"] = round(counts.slots * case.arrival.late_cpu)
     counts.loop = {"probes": 1000, "lagged": round(1000 * case.arrival.loop_lagged), "max_lag_ms": 40.0}
     totals.add("worker-0", {loadtest_arrival.REPORT_KEY: counts.report()})
     return totals

@@ -143,7 +143,7 @@ def test_the_rules_advice_names_tunes_diagnoses_over_tunes_window():
     advice = [r for r in rules.rules() if r.get("record") == "loadtest:advice"]
     assert [r["labels"]["advice"] for r in advice] == list(tuning.DIAGNOSES)
     shares = [r["expr"] for r in rules.rules()
-              if r.get("record") in ("loadtest:generator_saturated_steady:share1m", "loadtest:workers_starved:bool",
+              if r.get("record") in ("loadtest:generator_limit_steady:share1m", "loadtest:workers_starved:bool",
                                      "loadtest:workers_pending:count")]
     assert len(shares) == 3 and all(f"[{tuning.DEFAULT_WINDOW_S // 60}m]" in expr for expr in shares)
 

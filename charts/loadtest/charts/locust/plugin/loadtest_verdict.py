@@ -94,7 +94,7 @@ class Sample:
 
     @property
     def generator_saturated(self) -> bool:
-        """loadtest:generator_cpu_saturated:bool: a worker at its CPU ceiling or throttled, or a full machine shared
+        """loadtest:generator_saturated:bool: a worker at its CPU ceiling or throttled, or a full machine shared
         with a target that has CPU left while a worker competes for it."""
         cpu = self.workers().values()
         return (any(c >= SATURATED_CPU for c in cpu)
@@ -200,14 +200,17 @@ def generator_limit(window: Window) -> str | None:
     """Why the generator was the limit, or None when nothing measured says it was. CPU: it was saturated (a worker
     at its ceiling, throttled, or crowded out of a full machine) in at least SATURATED_SHARE of the window's samples.
     LATE_STARTS_CAUSE (open model): its workers woke at least LATE_STARTS of their users late, with evidence that
-    CPU was why: saturated in at least one sample (a worker lightly loaded that wakes late stalled for another
-    reason, and its late starts are named, not blamed on CPU). LOOP (open model): the workers' event loop lagged in
+    CPU was why: saturated in at least as large a share of the window's samples as the share of slots it started
+    late, so that its saturated samples can hold them (a host stall and a second of catching up at the ceiling, or a
+    lightly loaded worker that wakes late, stalled for another reason: its late starts are named, not blamed on
+    CPU). LOOP (open model): the workers' event loop lagged in
     at least SATURATED_SHARE of its probes: it could not keep the schedule, whatever its CPU figure (a worker starved
     by its limit before it was measured, or by its neighbours). LOST_WORKERS: workers were lost or quit in the
     window, so part of it ran with fewer workers than the load asked for, whatever the rest measured."""
     if window.losses:
         return LOST_WORKERS
-    if window.late_starts is not None and window.late_starts >= LATE_STARTS and window.generator_share > 0:
+    if (window.late_starts is not None and window.late_starts >= LATE_STARTS and window.samples
+            and window.generator_share >= window.late_starts):
         return LATE_STARTS_CAUSE
     if window.samples and window.generator_share >= SATURATED_SHARE:
         return CPU
@@ -221,9 +224,11 @@ def loop_stalls(window: Window) -> str:
     probes = "" if window.loop_lagged is None else f"; the loop lagged in {window.loop_lagged:.1%} of its probes"
     if window.loop_lagged is not None and window.max_lag_ms is not None:
         probes += f", at most {window.max_lag_ms:.0f} ms"
-    return (f"{window.late_starts:.2%} of the requests started late with a user free while no worker's CPU reached "
-            f"its ceiling: the workers' event loop stalled now and then{probes}, not for want of CPU (their latency "
-            "counts from the slot)")
+    cpu = ("while no worker's CPU reached its ceiling" if not window.generator_share else
+           f"more than the {window.generator_share:.0%} of the steady window with the generator's CPU saturated can "
+           "hold")
+    return (f"{window.late_starts:.2%} of the requests started late with a user free, {cpu}: the workers' event loop "
+            f"stalled now and then{probes}, not for want of CPU (their latency counts from the slot)")
 
 
 def judge(window: Window) -> Verdict:
