@@ -65,7 +65,11 @@ CASES = (
          + repeat(3, worker_cpu=(0.3, 0.95), target_cpu=0.3), GB, GB),
     Case("spike", repeat(1, worker_cpu=(0.95,), target_cpu=0.3) + repeat(5, worker_cpu=(0.5,), target_cpu=0.3), OK,
          NGB),
-    Case("throttled", repeat(6, worker_cpu=(0.5,), target_cpu=0.3, worker_throttling=0.5), GB, GB),
+    # The spike's load split over four workers, each at the ceiling in one sample of four: a quarter of the
+    # worker-samples, as one worker with the same load; "any worker" read it as saturated throughout.
+    Case("split-turns", tuple(Sample(worker_cpu=tuple(0.95 if w == s else 0.5 for w in range(4)), target_cpu=0.3)
+                              for s in range(4)), OK, NGB),
+    Case("throttled", repeat(6, worker_cpu=(0.5,), target_cpu=0.3, worker_throttling=(0.5,)), GB, GB),
     Case("target", repeat(6, worker_cpu=(0.3,), target_cpu=0.95), TB, NGB),
     Case("healthy", repeat(6, worker_cpu=(0.5,), target_cpu=0.4), OK, NGB),
     Case("shared-machine", repeat(6, worker_cpu=(0.6,), target_cpu=0.3, host_cpu=0.98), GB, NGB),

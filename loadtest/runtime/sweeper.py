@@ -6,12 +6,12 @@ RPS, failures and latency percentiles come from the Locust metrics plugin's seri
 histogram at the window's edges, as Locust computes them), the workers' and the target's CPU from the saturation
 rules, the workers lost and the target's silences from the master's fault counts, and the step's verdict is
 loadtest.judging.verdict's over the window's steady samples, each side's saturation as the rules recorded it
-(`loadtest:*_saturated_steady:bool`). The sweep stops at the knee (RPS
-stopped rising while p95 grew, or requests failed) or as soon as the generator saturates: from then on the RPS is the
-generator's ceiling, never the target's capacity. An arrival-rate step also reads the offered rate and the workers'
-slots, late starts and event-loop probes over its window (exact counts, like the requests'), and stops the sweep at the first rate not held
-(achieved under arrival.ACHIEVED_SHARE of offered); late starts for want of worker CPU make a step generator-bound, as
-in `loadtest local`.
+(`loadtest:generator_saturated_steady:ratio`, `loadtest:target_saturated_steady:bool`). The sweep stops at the knee
+(RPS stopped rising while p95 grew, or requests failed) or as soon as the generator saturates: from then on the RPS
+is the generator's ceiling, never the target's capacity. An arrival-rate step also reads the offered rate and the
+workers' slots, late starts and event-loop probes over its window (exact counts, like the requests'), and stops the
+sweep at the first rate not held (achieved under arrival.ACHIEVED_SHARE of offered); late starts for want of worker
+CPU make a step generator-bound, as in `loadtest local`.
 
 A driver says where the load runs: the local stack (runtime.sweep_local) or a release (runtime.sweep_cluster).
 
@@ -122,7 +122,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         return prometheus.scalar(expr, t_end)
 
     percentiles = window_percentiles(prometheus, sel, start_at, end)
-    steady = over(f"max(count_over_time(loadtest:generator_saturated_steady:bool{{{sel}}}[{r}]))")
+    steady = over(f"max(count_over_time(loadtest:generator_saturated_steady:ratio{{{sel}}}[{r}]))")
     if not steady:
         raise SweepFailed(f"Prometheus recorded no steady sample of release {release!r} over the window (every user "
                           "running): does it evaluate the chart's saturation rules, and did the swarm run?")
@@ -131,7 +131,7 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     lost, silent = faults(FAULT_LOSSES), faults(FAULT_SILENCES)
     window = verdict.Window(
         samples=round(steady),
-        generator_share=over(f"max(avg_over_time(loadtest:generator_saturated_steady:bool{{{sel}}}[{r}]))") or 0.0,
+        generator_share=over(f"max(avg_over_time(loadtest:generator_saturated_steady:ratio{{{sel}}}[{r}]))") or 0.0,
         target_share=over(f"max(avg_over_time(loadtest:target_saturated_steady:bool{{{sel}}}[{r}]))") or 0.0,
         busiest_worker=over(f"max(avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}]))") or 0.0,
         target_cpu=over(f"max(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
@@ -271,7 +271,7 @@ class Sweeper:
         sel = f'release="{d.release}"'
         d.prometheus.wait_stamped_since(end, 3 * scrape_s, tuple(
             f"max(timestamp({series}{{{sel}}}))" for series in ("locust_requests_total",
-                                                                "loadtest:generator_saturated_steady:bool")))
+                                                                "loadtest:generator_saturated_steady:ratio")))
         stamps, landings = report_landings(d.prometheus, sel, end, span_s)
         f = measure(d.prometheus, d.release, window_end(stamps, landings, spec.hold_s, scrape_s) or end, spec.hold_s,
                     scrape_s)

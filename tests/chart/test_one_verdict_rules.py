@@ -47,7 +47,7 @@ def series_of(case) -> list[dict]:
             out += [{"series": f"container_cpu_cfs_periods_total{{{container}}}",
                      "values": values(cumulative([150] * len(samples)))},
                     {"series": f"container_cpu_cfs_throttled_periods_total{{{container}}}",
-                     "values": values(cumulative([150 * s.worker_throttling for s in samples]))}]
+                     "values": values(cumulative([150 * s.throttling()[w] for s in samples]))}]
     if first.target_cpu is not None:  # else the target's CPU is not measured: no series of it
         idle = [100 - first.target_cpu * 100] + [100 - s.target_cpu * 100 for s in samples]
         out.append({"series": f'haproxy_process_idle_time_percent{{release="{r}", namespace="{r}-target", '
@@ -86,12 +86,12 @@ def expectations(case) -> list[dict]:
     n, local = len(case.samples), case.window()
     at, window = f"{n * STEP_S}s", f"{n * STEP_S - 1}s"  # the n steady evaluations, whichever end a range includes
     # A target whose CPU is not measured has no share at all (no series), where the local window says 0 of 0.
-    shares = (("generator", local.generator_share),) + ((("target", local.target_share),) if local.target_measured
-                                                        else (("target", None),))
-    tests = [{"expr": f'avg_over_time(loadtest:{side}_saturated_steady:bool{{release="{case.name}"}}[{window}])',
+    shares = (("generator_saturated_steady:ratio", local.generator_share),
+              ("target_saturated_steady:bool", local.target_share if local.target_measured else None))
+    tests = [{"expr": f'avg_over_time(loadtest:{record}{{release="{case.name}"}}[{window}])',
               "eval_time": at,
               "exp_samples": [] if share is None else [{"labels": f'{{release="{case.name}"}}', "value": share}]}
-             for side, share in shares]
+             for record, share in shares]
     if len(set(case.samples)) == 1:
         tests.append({"expr": f'loadtest:verdict{{release="{case.name}"}}', "eval_time": at, "exp_samples": [
             {"labels": f'loadtest:verdict{{release="{case.name}", verdict="{case.kind}"}}', "value": 1}]})

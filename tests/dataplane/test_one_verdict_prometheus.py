@@ -45,7 +45,7 @@ def series(case, scrapes: int) -> list[str]:
             container = f'namespace="{r}", pod="{r}-worker-{w}", container="worker"'
             out += [f"container_cpu_cfs_periods_total{{{container}}} {10 * scrapes}",
                     f"container_cpu_cfs_throttled_periods_total{{{container}}} "
-                    f"{round(10 * sample.worker_throttling) * scrapes}"]
+                    f"{round(10 * sample.throttling()[w]) * scrapes}"]
     if sample.target_cpu is not None:  # HAProxy's busy time; else the target's CPU is not measured at all
         out.append(f'haproxy_process_idle_time_percent{{release="{r}", namespace="{r}-target", pod="haproxy-0", '
                    f'loadtest_role="target"}} {100 - 100 * sample.target_cpu:g}')
@@ -113,9 +113,9 @@ def prometheus(tmp_path_factory):
             procs.wait_http("prometheus", f"http://{LOCAL_HOST}:{port}/-/ready")
             client = prom.Prometheus(f"http://{LOCAL_HOST}:{port}")
             # The rules' ranges and a window of steady evaluations behind the newest scrape, for every row.
-            whole = f"min(count_over_time(loadtest:generator_saturated_steady:bool[{WINDOW_S + 2}s]))"
+            whole = f"min(count_over_time(loadtest:generator_saturated_steady:ratio[{WINDOW_S + 2}s]))"
             wait_for(f"{WINDOW_S + 2} s of steady evaluations of every row", lambda: (
-                len(client.query("loadtest:generator_saturated_steady:bool")) == len(LIVE)
+                len(client.query("loadtest:generator_saturated_steady:ratio")) == len(LIVE)
                 and (client.scalar(whole) or 0) >= WINDOW_S + 2), STARTUP_TIMEOUT_S + 4 * WINDOW_S, every=1)
             yield client
     finally:

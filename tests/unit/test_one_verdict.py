@@ -29,7 +29,8 @@ def master_window(samples):
     for i, sample in enumerate(samples, 1):
         for worker, share in sample.workers().items():
             cpu.add(f"worker-{worker}", {loadtest_metrics.REPORT_KEY: {
-                "cpu_cores": share, "cpu_limit_cores": None, "cpu_throttled": sample.worker_throttling}},
+                "cpu_cores": share, "cpu_limit_cores": None,
+                "cpu_throttled": sample.throttling().get(worker)}},
                 now=i * WORKER_REPORT_INTERVAL + 0.1 * worker)
     return cpu
 

@@ -23,8 +23,8 @@ def eks_group(node_type: str = "c5.xlarge", nodes: int = 2) -> tuning.NodeGroup:
 def window(busiest: float, target: float | None = 0.3, throttling: float | None = 0.0, samples: int = 4,
            generator_share: float | None = None, target_share: float | None = None) -> verdict.Window:
     """A steady window whose saturated shares follow from its figures, as the rules record them."""
-    sample = verdict.Sample((busiest,), target, None, throttling)
-    return verdict.Window(samples, float(sample.generator_saturated) if generator_share is None else generator_share,
+    sample = verdict.Sample((busiest,), target, None, None if throttling is None else (throttling,))
+    return verdict.Window(samples, sample.saturated_workers if generator_share is None else generator_share,
                           float(sample.target_saturated) if target_share is None else target_share, busiest,
                           target, None, throttling)
 

@@ -66,9 +66,9 @@ def test_a_busy_target_wins_over_a_busy_shared_machine():
 
 def test_throttled_workers_are_generator_bound_below_their_cpu_threshold():
     """A worker held back by its CPU limit may read under 90 % of it and still be the ceiling (seed: 100m workers)."""
-    v = judge(Sample(worker_cpu=(0.6,), target_cpu=0.3, worker_throttling=0.4))
+    v = judge(Sample(worker_cpu=(0.6,), target_cpu=0.3, worker_throttling=(0.4,)))
     assert v.kind == verdict.GENERATOR_BOUND and "throttled in 40%" in v.reason and "whole core" in v.reason
-    assert judge(Sample(worker_cpu=(0.6,), target_cpu=0.3, worker_throttling=0.1)).kind == verdict.HEALTHY
+    assert judge(Sample(worker_cpu=(0.6,), target_cpu=0.3, worker_throttling=(0.1,))).kind == verdict.HEALTHY
 
 
 def test_a_worker_saturated_in_most_of_the_window_is_the_limit_whatever_its_mean():
@@ -96,7 +96,19 @@ def test_half_the_window_saturated_is_enough():
 def test_the_window_figures_are_each_workers_mean():
     window = Window.of([Sample(worker_cpu=(0.2, 0.9)), Sample(worker_cpu=(0.4, 0.7))])
     assert window.samples == 2 and round(window.busiest_worker, 3) == 0.8
-    assert window.generator_share == 0.5
+    assert window.generator_share == 0.25  # one worker-sample of four at the ceiling
+
+
+def test_the_generator_share_does_not_depend_on_how_the_load_is_split_into_workers():
+    """Issue #55: ten workers each at the ceiling a tenth of the time read as the one worker with the same load (a
+    tenth of its time), not as saturated throughout (any worker at the ceiling in every sample)."""
+    ten = [Sample(worker_cpu=tuple(0.95 if w == s else 0.5 for w in range(10)), target_cpu=0.4) for s in range(10)]
+    one = [Sample(worker_cpu=(0.95 if s == 0 else 0.5,), target_cpu=0.4) for s in range(10)]
+    assert Window.of(ten).generator_share == Window.of(one).generator_share == 0.1
+    assert judge(*ten).kind == judge(*one).kind == verdict.HEALTHY
+    # Half the worker-seconds at the ceiling is the limit, however they are split.
+    half = [Sample(worker_cpu=(0.95, 0.95, 0.5, 0.5), target_cpu=0.4)] * 4
+    assert judge(*half).kind == verdict.GENERATOR_BOUND
 
 
 def test_the_rules_file_holds_the_verdicts_thresholds():

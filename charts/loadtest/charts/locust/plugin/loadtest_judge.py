@@ -92,12 +92,12 @@ class WorkerCpu:
                                                          facts.get("cpu_throttled"))
 
     def samples(self) -> list[loadtest_verdict.Sample]:
-        """One sample per round: each worker's CPU share, and the most throttled worker's share of CFS periods."""
+        """One sample per round: each worker's CPU share, and its share of throttled CFS periods where counted."""
         samples = []
         for _, workers in sorted(self.rounds.items()):
-            throttled = [t for _, t in workers.values() if t is not None]
+            throttled = {w: t for w, (_, t) in workers.items() if t is not None}
             samples.append(loadtest_verdict.Sample(worker_cpu={w: cpu for w, (cpu, _) in workers.items()},
-                                                   worker_throttling=max(throttled) if throttled else None))
+                                                   worker_throttling=throttled or None))
         return samples
 
 

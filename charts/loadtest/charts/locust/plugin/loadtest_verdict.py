@@ -10,7 +10,9 @@ capacity when the target, not the generator, is saturated.
 
 Only the steady window is judged: every user running, before the stop. A side was the limit over it when it was
 saturated in at least SATURATED_SHARE of the window's samples: a share rather than a mean, since a short run's mean
-dips with the ramp-up or the stop around it while a saturated worker's share of saturated samples does not.
+dips with the ramp-up or the stop around it while a saturated worker's share of saturated samples does not. The
+generator's share is of worker-samples (each sample counts the share of its workers at the ceiling), so the same
+load reads the same however it is split into workers.
 
 Standard library only: the chart's pods load it beside the scenarios.
 """
@@ -77,35 +79,53 @@ class Verdict:
 @dataclass(frozen=True)
 class Sample:
     """Both sides' CPU at one moment of the steady window, as the rules' signals read it. `worker_cpu` holds each
-    worker's CPU as a share of its ceiling (its limit, one core at most): a tuple by worker number, or a mapping by
-    worker id where workers come and go (the master's reports)."""
+    worker's CPU as a share of its ceiling (its limit, one core at most), and `worker_throttling` (where cgroups
+    count it) each worker's share of throttled CFS periods: a tuple by worker number, or a mapping by worker id where
+    workers come and go (the master's reports)."""
 
     worker_cpu: tuple[float, ...] | dict[str, float] = ()
     target_cpu: float | None = None  # the target's CPU as a share of its CPUs (None when not measured)
     host_cpu: float | None = None  # share of the machine's cores busy, where generator and target share one
-    worker_throttling: float | None = None  # the most throttled worker's share of throttled CFS periods
+    worker_throttling: tuple[float, ...] | dict[str, float] | None = None
 
     def workers(self) -> dict:
-        return dict(self.worker_cpu) if isinstance(self.worker_cpu, dict) else dict(enumerate(self.worker_cpu))
+        return _by_worker(self.worker_cpu)
+
+    def throttling(self) -> dict:
+        return _by_worker(self.worker_throttling or ())
 
     @property
     def target_saturated(self) -> bool:
         return self.target_cpu is not None and self.target_cpu >= SATURATED_CPU
 
+    def held_workers(self) -> int:
+        """How many workers were held back at this moment: each at its CPU ceiling, throttled, or wanting CPU from a
+        full machine it shares with a target that has some left."""
+        cpu, throttled = self.workers(), self.throttling()
+        machine_full = self.host_cpu is not None and self.host_cpu >= SATURATED_CPU and not self.target_saturated
+        return sum(c >= SATURATED_CPU or throttled.get(w, 0.0) >= THROTTLED or (machine_full and c >= CONTENDED)
+                   for w, c in cpu.items())
+
     @property
-    def generator_saturated(self) -> bool:
-        """loadtest:generator_saturated:bool: a worker at its CPU ceiling or throttled, or a full machine shared
-        with a target that has CPU left while a worker competes for it."""
-        cpu = self.workers().values()
-        return (any(c >= SATURATED_CPU for c in cpu)
-                or (self.worker_throttling is not None and self.worker_throttling >= THROTTLED)
-                or (self.host_cpu is not None and self.host_cpu >= SATURATED_CPU and not self.target_saturated
-                    and max(cpu, default=0.0) >= CONTENDED))
+    def saturated_workers(self) -> float:
+        """loadtest:generator_saturated:ratio: the share of the workers held back at this moment. A share of the
+        workers, not "any worker": the same load split over more workers reads the same (a worker-second at the
+        ceiling counts once whatever the split), where any-worker read ten workers each at the ceiling a tenth of
+        the time as saturated throughout."""
+        return self.held_workers() / len(self.workers()) if self.workers() else 0.0
+
+
+def _by_worker(values: tuple[float, ...] | dict[str, float]) -> dict:
+    return dict(values) if isinstance(values, dict) else dict(enumerate(values))
 
 
 def failing(failure_ratio: float | None) -> bool:
     """More than FAILURE_RATIO of the requests failed: the target did not serve the load."""
     return failure_ratio is not None and failure_ratio > FAILURE_RATIO
+
+
+def _share(count: int, of: int) -> float:
+    return count / of if of else 0.0
 
 
 def _mean(values: list[float]) -> float | None:
@@ -118,12 +138,12 @@ class Window:
     figures that explain the verdict."""
 
     samples: int
-    generator_share: float
+    generator_share: float  # the share of the window's worker-samples held back (Sample.held_workers)
     target_share: float
     busiest_worker: float  # the highest of the workers' mean CPU shares
     target_cpu: float | None = None
     host_cpu: float | None = None
-    worker_throttling: float | None = None
+    worker_throttling: float | None = None  # the most throttled worker's share of throttled CFS periods, mean
     late_starts: float | None = None  # open model: the share of requests the workers started late for want of CPU
     late_users: float | None = None  # open model: the share of slots that found every user waiting on the target
     loop_lagged: float | None = None  # open model: the share of the workers' event-loop probes that woke late
@@ -150,12 +170,13 @@ class Window:
             for worker, cpu in s.workers().items():
                 by_worker.setdefault(worker, []).append(cpu)
         return cls(
-            samples=n, generator_share=sum(s.generator_saturated for s in samples) / n if n else 0.0,
+            samples=n, generator_share=_share(sum(s.held_workers() for s in samples),
+                                              sum(len(s.workers()) for s in samples)),
             target_share=sum(s.target_saturated for s in samples) / n if n else 0.0,
             busiest_worker=max((_mean(c) for c in by_worker.values()), default=0.0),
             target_cpu=_mean([s.target_cpu for s in samples if s.target_cpu is not None]),
             host_cpu=_mean([s.host_cpu for s in samples if s.host_cpu is not None]),
-            worker_throttling=_mean([s.worker_throttling for s in samples if s.worker_throttling is not None]),
+            worker_throttling=_mean([max(s.throttling().values()) for s in samples if s.throttling()]),
             late_starts=late_starts, late_users=late_users, loop_lagged=loop_lagged, max_lag_ms=max_lag_ms,
             achieved=achieved, losses=tuple(losses), silences=tuple(silences), failure_ratio=failure_ratio,
             requests_per_slot=requests_per_slot)
@@ -197,8 +218,9 @@ class Window:
 
 
 def generator_limit(window: Window) -> str | None:
-    """Why the generator was the limit, or None when nothing measured says it was. CPU: it was saturated (a worker
-    at its ceiling, throttled, or crowded out of a full machine) in at least SATURATED_SHARE of the window's samples.
+    """Why the generator was the limit, or None when nothing measured says it was. CPU: its workers were saturated
+    (at their ceiling, throttled, or crowded out of a full machine) in at least SATURATED_SHARE of the window's
+    worker-samples.
     LATE_STARTS_CAUSE (open model): its workers woke at least LATE_STARTS of their users late, with evidence that
     CPU was why: saturated in at least as large a share of the window's samples as the share of slots it started
     late, so that its saturated samples can hold them (a host stall and a second of catching up at the ceiling, or a
