@@ -1,5 +1,5 @@
 """What happened to the generator while a run went on, as its master saw it: workers lost (no heartbeat for
-HEARTBEAT_LIVENESS s: killed, partitioned, out of memory), workers that quit (deleted, evicted, rolled: their last
+up to DETECTION_S: killed, partitioned, out of memory), workers that quit (deleted, evicted, rolled: their last
 report arrives first), workers that joined or came back; how long the run went with fewer workers than it had; the
 target gone silent (every worker running users, none with a request answered, for SILENT_S: hung, paused or cut
 off); and the requests each worker sent by its own count, so a result can be held to the target's count of them.
