@@ -109,6 +109,35 @@ def test_a_starved_generator_makes_the_run_invalid_exit_3(tmp_path, cpu_hog):
     assert all(int(r["rps"]) > 0 for r in steady), rows
 
 
+def test_a_target_elsewhere_is_judged_unmeasured_never_healthy(tmp_path, nginx):
+    """Issue #55: `--host` aimed at a server the run does not watch (here the session's nginx, light load): its CPU
+    is not measured, so the verdict says so rather than calling it healthy, and the run stands on its checks."""
+    out = tmp_path / "elsewhere"
+    result = loadtest_run(out, "--host", nginx.url, "--workers", "1", "--users", "2", "--wait", "0.05",
+                          "--run-time", "5s", "--check", "rps>=5")
+    data = json.loads((out / "result.json").read_text())
+    assert data["verdict"]["kind"] == verdict.NOT_GENERATOR_BOUND, data["verdict"]
+    assert "target's CPU was not measured" in data["verdict"]["reason"] and "unmeasured" in result.stdout
+    assert result.returncode == checks.PASSED, result.stdout + result.stderr
+
+
+def test_a_rate_not_offered_by_the_task_is_the_generators_never_the_targets(tmp_path, nginx):
+    """Issue #55: the open model with a task that sends a request in every other slot only: half the rate goes out,
+    every slot on time and the target idle. The verdict is the generator's and names the task, not the target."""
+    mine = tmp_path / "every_other.py"
+    mine.write_text("import itertools\n\nfrom locust import constant, task\n\nfrom leanhttp import LeanHttpUser\n\n"
+                    "SLOTS = itertools.count()\n\n\nclass EveryOther(LeanHttpUser):\n    wait_time = constant(0)\n\n"
+                    "    @task\n    def get(self):\n        if next(SLOTS) % 2 == 0:\n"
+                    "            self.request('/1kb')\n")
+    out = tmp_path / "every-other"
+    result = loadtest_run(out, "-f", str(mine), "--host", nginx.url, "--workers", "1", "--arrival-rate", "100",
+                          "--run-time", "6s")
+    assert result.returncode == checks.INVALID, result.stdout + result.stderr
+    data = json.loads((out / "result.json").read_text())
+    assert data["verdict"]["kind"] == verdict.GENERATOR_BOUND, data["verdict"]
+    assert "request(s) a slot" in data["verdict"]["reason"], data["verdict"]
+
+
 def test_bad_checks_are_refused_before_anything_starts(tmp_path):
     result = loadtest_run(tmp_path / "bad", "--check", "p95<200")
     assert result.returncode == 2 and "--check: check 'p95<200': give p95 a unit" in result.stderr
