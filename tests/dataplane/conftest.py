@@ -9,9 +9,7 @@
 from __future__ import annotations
 
 import csv
-import errno
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -29,11 +27,11 @@ import pytest
 from helpers import wait_for
 
 from loadtest import paths
+from loadtest.runtime import cpu
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import LOCAL_HOST, STARTUP_TIMEOUT_S, STOP_TIMEOUT_S, Processes, free_port, stop
 
 sys.path.insert(0, str(paths.PLUGIN))
-import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
 import loadtest_s3  # noqa: E402
 
 # One process (master_process off), so that killing the target is one signal to one PID; it keeps the user that
@@ -291,65 +289,20 @@ def run_locust(tmp_path_factory):
     return run
 
 
-class CpuQuotas:
-    """cgroups with a CFS quota on the cpu controller (cgroup v1 or v2), each holding the processes given to it."""
-
-    numbers = itertools.count()
+class CpuQuotas(cpu.CpuQuotas):
+    """The runtime's CPU quotas; the test is skipped where this machine cannot set them."""
 
     def __init__(self):
-        usable = [(mount, version) for _, mount, version in loadtest_metrics.cgroup_cpu_dirs(Path("/proc/self"))
-                  if version == "v1" or "cpu" in self._controllers(mount)]
-        if os.geteuid() != 0 or not usable:
-            pytest.skip("CPU quotas need root and a cgroup cpu controller")
-        self.mount, self.version = usable[0]
-        self.created: list[Path] = []
-
-    @staticmethod
-    def _controllers(mount: Path) -> list[str]:
         try:
-            return (mount / "cgroup.controllers").read_text().split()
-        except OSError:
-            return []
+            super().__init__()
+        except cpu.CpuQuotaError as e:
+            pytest.skip(str(e))
 
     def limit(self, pids: list[int], cores: float) -> None:
-        group = self.mount / f"loadtest-test-{os.getpid()}-{next(self.numbers)}"
-        period = 100_000
         try:
-            if self.version == "v2":
-                (self.mount / "cgroup.subtree_control").write_text("+cpu")
-            group.mkdir()
-            self.created.append(group)
-            if self.version == "v2":
-                (group / "cpu.max").write_text(f"{int(cores * period)} {period}")
-            else:
-                (group / "cpu.cfs_period_us").write_text(str(period))
-                (group / "cpu.cfs_quota_us").write_text(str(int(cores * period)))
-            for pid in pids:
-                (group / "cgroup.procs").write_text(str(pid))
-        except OSError as e:
-            if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EBUSY):
-                raise
-            pytest.skip(f"cannot set a CPU quota in {self.mount} ({e})")
-
-    def __enter__(self) -> CpuQuotas:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-    def remove(self) -> None:
-        """Remove the groups; a process that was just stopped may take a moment to leave its group."""
-        def removed(group: Path) -> bool:
-            try:
-                group.rmdir()
-            except OSError as e:
-                if e.errno != errno.EBUSY:
-                    raise
-                return False
-            return True
-
-        for group in self.created:
-            wait_for(f"{group} removed (its processes gone)", lambda: removed(group), 10, every=0.2)
+            super().limit(pids, cores)
+        except cpu.CpuQuotaError as e:
+            pytest.skip(str(e))
 
 
 @pytest.fixture(scope="session")
