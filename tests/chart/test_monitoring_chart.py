@@ -114,10 +114,14 @@ def test_operator_mode_adds_only_objects_for_kube_prometheus_stack(helm):
     assert ingress["namespaceSelector"] == {"matchNames": ["ingress"]}
     assert ingress["selector"] == {"matchLabels": {"app.kubernetes.io/name": "ingress-nginx"}}
     (endpoint,) = ingress["podMetricsEndpoints"]
-    assert {r["targetLabel"]: r["replacement"] for r in endpoint["relabelings"]} == \
-        {"release": RELEASE, "loadtest_role": "target"}
+    target_deployment = {"sourceLabels": ["__meta_kubernetes_pod_label_loadtest_io_target_deployment"],
+                         "targetLabel": "target_deployment"}
+    assert {r["targetLabel"]: r.get("replacement") for r in endpoint["relabelings"]} == \
+        {"release": RELEASE, "loadtest_role": "target", "target_deployment": None}
     master = monitors[f"{RELEASE}-locust-master"]["spec"]["podMetricsEndpoints"][0]["relabelings"]
-    assert {r["targetLabel"]: r["replacement"] for r in master} == {"release": RELEASE, "loadtest_role": "generator"}
+    assert {r["targetLabel"]: r.get("replacement") for r in master} == \
+        {"release": RELEASE, "loadtest_role": "generator", "target_deployment": None}
+    assert target_deployment in master
 
 
 def test_the_rules_file_is_what_both_modes_load(helm):
