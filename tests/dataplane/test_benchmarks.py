@@ -15,6 +15,7 @@ sys.path.insert(0, str(paths.HOME / "benchmarks"))
 import arrival  # noqa: E402  (benchmark scripts, found through the path above)
 import generators  # noqa: E402
 import master  # noqa: E402
+import saturation_share  # noqa: E402
 import steadiness  # noqa: E402
 import swarm  # noqa: E402
 
@@ -95,3 +96,13 @@ def test_a_worker_the_master_does_not_hear_from_is_counted_missed(tmp_path, reco
         stop(simulated.proc)
         wait_for("the master to set the 3 silent workers missing", real.missed, 15, until=lambda n: n == 3,
                  detail=lambda: procs.log_tail("locust-master"))
+
+
+def test_the_saturation_share_benchmark_reads_both_shares_of_one_run(tmp_path, make_cpu_quotas):
+    """Two workers held to a tenth of a core each: the worker-sample share is never above the any-worker one (a
+    sample's share of its workers is at most 1 where any one is at the ceiling)."""
+    with make_cpu_quotas():  # skips where this machine cannot set a quota
+        pass
+    run = saturation_share.measure(2, 0.1, users=10, wait_s=0.005, seconds=4, logs=tmp_path)
+    assert run.rps > 0 and run.workers == 2, run
+    assert 0 <= run.worker_share <= run.any_share <= 1 and run.mean_cpu > 0, run
