@@ -121,12 +121,12 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     def over(expr: str) -> float | None:
         return prometheus.scalar(expr, t_end)
 
-    percentiles = window_percentiles(prometheus, sel, start_at, end)
+    percentiles = window_percentiles(prometheus, sel, start_at, end) or dict.fromkeys((0.5, 0.95, 0.99), 0.0)
     steady = over(f"max(count_over_time(loadtest:generator_saturated_steady:ratio{{{sel}}}[{r}]))")
     if not steady:
         raise SweepFailed(f"Prometheus recorded no steady sample of release {release!r} over the window (every user "
                           "running): does it evaluate the chart's saturation rules, and did the swarm run?")
-    open_model = arrival_window(prometheus, sel, start_at, end, r)
+    open_model = arrival_window(prometheus, sel, start_at, end)
     requests, failures = requests_end - requests_start, failures_end - failures_start
     lost, silent = faults(FAULT_LOSSES), faults(FAULT_SILENCES)
     window = verdict.Window(
@@ -160,20 +160,25 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     }
 
 
-def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: float) -> dict[float, float]:
+def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: float,
+                       histogram: tuple[str, str] = ("locust_responses_total", "response_time_ms")
+                       ) -> dict[float, float] | None:
     """The window's p50, p95 and p99 in ms as Locust computes them (loadtest_checks.percentile, its own rounding),
-    from its histogram of every request (locust_responses_total) at the scrapes at or before `start_at` and `end`:
-    the window's own requests, not a mean of the rolling percentiles that cover each scrape's last ~10 s."""
+    from a histogram the master exports (`histogram`: its series and its bucket's label; every request's response
+    time by default) at the scrapes at or before `start_at` and `end`: the window's own requests, not a mean of the
+    rolling percentiles that cover each scrape's last ~10 s. None where the window counted none."""
+    series, bucket = histogram
+
     def counts(at: float) -> dict[float, float]:
-        return {float(s["metric"]["response_time_ms"]): float(s["value"][1]) for s in prometheus.query(
-            f"sum by (response_time_ms) (locust_responses_total{{{sel}}})", at)}
+        return {float(s["metric"][bucket]): float(s["value"][1])
+                for s in prometheus.query(f"sum by ({bucket}) ({series}{{{sel}}})", at)}
 
     before = counts(start_at)
-    histogram = {ms: n - before.get(ms, 0.0) for ms, n in counts(end).items() if n > before.get(ms, 0.0)}
-    return {q: checks.language.percentile(histogram, q) for q in (0.5, 0.95, 0.99)}
+    window = {ms: n - before.get(ms, 0.0) for ms, n in counts(end).items() if n > before.get(ms, 0.0)}
+    return {q: checks.language.percentile(window, q) for q in (0.5, 0.95, 0.99)} if window else None
 
 
-def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float, r: str) -> dict | None:
+def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float) -> dict | None:
     """The open model's figures over the window whose edges are the scrapes at or before `start_at` and `end` (the
     same scrapes as the request counts, so the slots are whole worker reports too): the rate offered, the slots handed
     out and the shares started late by cause, and the service-time p99; None in the closed model (no offered rate)."""
@@ -187,11 +192,11 @@ def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float
     slots = counted(f"sum(locust_worker_arrival_slots_total{{{sel}}})")
     late = {cause: counted(f'sum(locust_worker_late_starts_total{{{sel}, cause="{cause}"}})')
             for cause in ("users", "cpu")}
-    service_p99 = prometheus.scalar(f'avg_over_time(locust_service_time_seconds{{{sel}, quantile="0.99"}}[{r}])', end)
+    service = window_percentiles(prometheus, sel, start_at, end, ("locust_service_times_total", "service_time_ms"))
     shares = verdict.late_shares(late, slots)
     probes, lagged = (counted(f"sum(locust_arrival_loop_{kind}_total{{{sel}}})") for kind in ("probes", "lagged"))
     return {"offered_rps": offered, "slots": slots, "late_users_share": shares["users"], "late_cpu_share": shares["cpu"],
-            "service_p99_ms": None if service_p99 is None else 1000 * service_p99,
+            "service_p99_ms": service[0.99] if service else None,
             "loop_lagged": lagged / probes if probes > 0 else None}
 
 

@@ -112,14 +112,21 @@ def test_think_time_is_refused_only_when_given():
 class FakePrometheus:
     """Counters and gauges of one release at two scrapes: the window's start (t=100) and end (t=106)."""
 
-    def __init__(self, offered, at_start, at_end, service_p99_s=0.004):
-        self.offered, self.at_start, self.at_end, self.service_p99_s = offered, at_start, at_end, service_p99_s
+    # The service times' histogram at the two scrapes: 100 answered in 4 ms and 50 in 2 ms over the window, so its
+    # p99 is 4 ms as Locust computes it.
+    SERVICE = ({"2": 10, "4": 5}, {"2": 60, "4": 105})
+
+    def __init__(self, offered, at_start, at_end):
+        self.offered, self.at_start, self.at_end = offered, at_start, at_end
+
+    def query(self, expr, at=None):
+        assert "locust_service_times_total" in expr, expr
+        return [{"metric": {"service_time_ms": ms}, "value": [at, str(n)]}
+                for ms, n in self.SERVICE[at >= 106].items()]
 
     def scalar(self, expr, at=None):
         if "locust_arrival_rate_offered_rps" in expr:
             return self.offered
-        if "locust_service_time_seconds" in expr:
-            return self.service_p99_s
         values = self.at_end if at >= 106 else self.at_start
         for key, value in values.items():
             if key in expr:
@@ -131,14 +138,14 @@ def test_the_window_counts_slots_and_late_starts_between_its_edges():
     prometheus = FakePrometheus(
         2000, at_start={"slots": 50_000, 'cause="users"': 10, 'cause="cpu"': 5},
         at_end={"slots": 62_000, 'cause="users"': 130, 'cause="cpu"': 29})
-    a = arrival_window(prometheus, 'release="local"', 100.5, 106, "6000ms")
+    a = arrival_window(prometheus, 'release="local"', 100.5, 106)
     assert a["offered_rps"] == 2000 and a["slots"] == 12_000
     assert a["late_users_share"] == pytest.approx(120 / 12_000) and a["late_cpu_share"] == pytest.approx(24 / 12_000)
     assert a["service_p99_ms"] == pytest.approx(4.0)
 
 
 def test_a_closed_model_window_has_no_open_model_figures():
-    assert arrival_window(FakePrometheus(None, {}, {}), 'release="local"', 100.5, 106, "6000ms") is None
+    assert arrival_window(FakePrometheus(None, {}, {}), 'release="local"', 100.5, 106) is None
 
 
 # --- the report ------------------------------------------------------------------------------------------------------

@@ -38,7 +38,8 @@ Metrics (counters reset when Locust resets its statistics; Prometheus' rate() ha
   loadtest_faults_total{kind}                     the run's faults as its master saw them (loadtest_faults): kind
                                                   "worker lost", "worker quit" or "target silent"
 In the open model (LOADTEST_ARRIVAL_RATE), also loadtest_arrival's: the offered rate, each worker's slots and late
-starts, the workers' event-loop probes and those that woke late, and the service-time percentiles.
+starts, the workers' event-loop probes and those that woke late, and the service times (percentiles over the last
+~10 s, and the histogram as locust_service_times_total{service_time_ms}).
 `worker` is Locust's worker id, `<hostname>_<32 hex digits>`; in Kubernetes the hostname is the pod's name.
 """
 from __future__ import annotations
@@ -373,6 +374,12 @@ class LocustCollector:
             milliseconds = totals.service.get_current_response_time_percentile(quantile)
             if milliseconds is not None:
                 service.add_metric([f"{quantile:g}"], milliseconds / 1000)
+        # The service times' histogram (Locust's rounding), for a window's percentiles as the responses' have.
+        service_times = CounterMetricFamily("locust_service_times", "Requests by service time as Locust rounds it",
+                                            labels=["service_time_ms"])
+        for milliseconds, count in sorted(totals.service.response_times.items()):
+            service_times.add_metric([f"{milliseconds:g}"], count)
+        yield service_times
         loop = totals.run_loop
         yield CounterMetricFamily("locust_arrival_loop_probes", "The workers' event-loop probes",
                                   value=loop["probes"])
