@@ -24,6 +24,7 @@ SCRAPE_S = 1
 WINDOW_S = 8  # the release's monitoring.rules.windowSeconds: four scrapes at least (the chart refuses fewer)
 UUID = "0123456789abcdef0123456789abcdef"
 REQUESTS = 1000  # a scrape
+HELD = 0.95  # the offered rate, as a share of what a scrape's requests send
 LIVE = [c for c in CASES if len(set(c.samples)) == 1]
 
 
@@ -55,7 +56,9 @@ def series(case, scrapes: int) -> list[str]:
     for kind, faults in (("worker lost", case.losses), ("target silent", case.silences)):
         out.append(f'loadtest_faults_total{{{locust}, kind="{kind}"}} {scrapes if faults else 0}')
     if (a := case.arrival) is not None:  # the open model: every slot on time, the case's share of the rate sent
-        out += [f"locust_arrival_rate_offered_rps{{{locust}}} {REQUESTS / SCRAPE_S / a.sent:g}",
+        # The rate a window sends is its requests over its edge scrapes' timestamps: offered a little under a
+        # scrape's worth, so that a scrape a few tens of ms late (a busy host) does not read a held rate as short.
+        out += [f"locust_arrival_rate_offered_rps{{{locust}}} {HELD * REQUESTS / SCRAPE_S / a.sent:g}",
                 f'locust_worker_arrival_slots_total{{{locust}, worker="{r}-worker-0_{UUID}"}} '
                 f"{round(REQUESTS / a.per_slot) * scrapes}",
                 f'locust_worker_late_starts_total{{{locust}, worker="{r}-worker-0_{UUID}", cause="cpu"}} '
