@@ -342,7 +342,7 @@ def expected_files(values_dir: Path = paths.VALUES, chart: Path = paths.CHART) -
     files = {values_dir / p.file: render(p) for p in PROFILES}
     files.update({s: render_schema(s) for s in registry_schemas(chart)})
     files[chart / REGISTRY_TEMPLATE] = registry_template()
-    files[paths.RULES_FILE] = rules.with_thresholds(paths.RULES_FILE.read_text())
+    files[paths.RULES_FILE] = rules.with_verdict(rules.with_thresholds(paths.RULES_FILE.read_text()))
     return files
 
 

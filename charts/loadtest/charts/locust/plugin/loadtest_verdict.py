@@ -18,6 +18,7 @@ Standard library only: the chart's pods load it beside the scenarios.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # The thresholds, by the saturation rules' record names (the rules file's `vector(…)` constants are written from
@@ -253,91 +254,138 @@ def loop_stalls(window: Window) -> str:
             f"stalled now and then{probes}, not for want of CPU (their latency counts from the slot)")
 
 
-def judge(window: Window) -> Verdict:
-    """The window's verdict: generator-bound when the generator was the limit (generator_limit), since a saturated
-    generator hides the target's capacity; else target-bound when the target was saturated, or (open model) its
-    latency made slots find no user free; else (open model) generator-bound when the rate was not sent though the
-    target answered every slot on time (the generator did not offer it); else healthy, or not generator-bound where
-    the target's CPU was not measured (the master's window, a target elsewhere). Late starts without evidence of CPU
-    are named in the reason, not blamed on the generator. A window without a sample says so: nothing was judged."""
-    if not window.measured:
-        return Verdict(NOT_GENERATOR_BOUND, "no steady sample of the workers' CPU: the run was too short to "
-                                            "measure it; whether the generator was the limit is not known")
+def _stalls(window: Window) -> str:
+    """Late starts not blamed on CPU, as a clause for the reason of a verdict that follows them."""
+    return f"; {loop_stalls(window)}" if window.late_starts is not None and window.late_starts >= LATE_STARTS else ""
+
+
+def _no_sample(window: Window) -> str:
+    return "no steady sample of the workers' CPU: the run was too short to measure it; whether the generator was the " \
+           "limit is not known"
+
+
+def _lost_workers(window: Window) -> str:
+    return (f"the generator lost workers in the steady window: {'; '.join(window.losses)} ({window.figures()}): the "
+            "window ran with less load than asked for, so its RPS and latency are not the target's at this load; run "
+            "again")
+
+
+def _silent(window: Window) -> str:
+    # A hung target fails nothing until the requests' timeout: the window's few requests look served.
+    return (f"the target stopped answering in the steady window: {'; '.join(window.silences)} ({window.figures()}): "
+            "it did not serve this load the whole time, so the window's RPS and latency are not its capacity")
+
+
+def _failing(window: Window) -> str:
+    return (f"the target failed {window.failure_ratio:.2%} of the steady window's requests, over the "
+            f"{FAILURE_RATIO:.0%} a served load allows ({window.figures()}): it did not serve this load (gone, refusing "
+            "or erroring); its failures are in stats_failures.csv")
+
+
+def _generator(window: Window) -> str:
     cause = generator_limit(window)
-    if cause == LOST_WORKERS:
-        return Verdict(GENERATOR_BOUND, f"the generator lost workers in the steady window: {'; '.join(window.losses)}"
-                                        f" ({window.figures()}): the window ran with less load than asked for, so "
-                                        "its RPS and latency are not the target's at this load; run again")
-    if window.silences:
-        # A hung target fails nothing until the requests' timeout: the window's few requests look served.
-        return Verdict(TARGET_BOUND, f"the target stopped answering in the steady window: {'; '.join(window.silences)}"
-                                     f" ({window.figures()}): it did not serve this load the whole time, so the "
-                                     "window's RPS and latency are not its capacity")
-    if window.failing:
-        # Before the generator's CPU: workers whose requests fail at once (a target gone, refusing connections) loop
-        # as fast as they can, and would be called the limit of a target that served nothing.
-        return Verdict(TARGET_BOUND, f"the target failed {window.failure_ratio:.2%} of the steady window's requests, "
-                                     f"over the {FAILURE_RATIO:.0%} a served load allows ({window.figures()}): it did "
-                                     "not serve this load (gone, refusing or erroring); its failures are in "
-                                     "stats_failures.csv")
     if cause == LATE_STARTS_CAUSE:
-        return Verdict(GENERATOR_BOUND, f"the workers started {window.late_starts:.2%} of their requests more than "
-                                        f"{LATE_MS} ms after their slot with a user waiting, their CPU saturated in "
-                                        f"{window.generator_share:.0%} of the steady window ({window.figures()}): the "
-                                        "rate was the generator's to hold; add workers or cores")
-    if cause == CPU:
-        if window.worker_throttling is not None and window.worker_throttling >= THROTTLED:
-            advice = "their CPU limit holds the workers back; give each worker a whole core"
-        elif window.host_cpu is not None and window.host_cpu >= SATURATED_CPU and window.busiest_worker < SATURATED_CPU:
-            advice = ("the workers share the machine's cores with the target and cannot get more CPU; run generator "
-                      "and target on separate machines or nodes to measure the target")
-        else:
-            advice = "add workers or cores before reading the target's capacity"
-        return Verdict(GENERATOR_BOUND, f"the generator was saturated in {window.generator_share:.0%} of the steady "
-                                        f"window ({window.figures()}): the RPS is the generator's ceiling; {advice}")
+        return (f"the workers started {window.late_starts:.2%} of their requests more than {LATE_MS} ms after their "
+                f"slot with a user waiting, their CPU saturated in {window.generator_share:.0%} of the steady window "
+                f"({window.figures()}): the rate was the generator's to hold; add workers or cores")
     if cause == LOOP:
         longest = "" if window.max_lag_ms is None else f"at most {window.max_lag_ms:.0f} ms; "
-        return Verdict(GENERATOR_BOUND, f"the workers' event loop woke more than {LATE_MS} ms late in "
-                                        f"{window.loop_lagged:.0%} of its probes ({longest}{window.figures()}): it "
-                                        "could not keep the schedule, so the rate and "
-                                        "the latency are the generator's; add workers or cores, or give each "
-                                        "worker a whole core")
-    stalls = ""
-    if window.late_starts is not None and window.late_starts >= LATE_STARTS:
-        stalls = f"; {loop_stalls(window)}"
+        return (f"the workers' event loop woke more than {LATE_MS} ms late in {window.loop_lagged:.0%} of its probes "
+                f"({longest}{window.figures()}): it could not keep the schedule, so the rate and the latency are the "
+                "generator's; add workers or cores, or give each worker a whole core")
+    if window.worker_throttling is not None and window.worker_throttling >= THROTTLED:
+        advice = "their CPU limit holds the workers back; give each worker a whole core"
+    elif window.host_cpu is not None and window.host_cpu >= SATURATED_CPU and window.busiest_worker < SATURATED_CPU:
+        advice = ("the workers share the machine's cores with the target and cannot get more CPU; run generator and "
+                  "target on separate machines or nodes to measure the target")
+    else:
+        advice = "add workers or cores before reading the target's capacity"
+    return (f"the generator was saturated in {window.generator_share:.0%} of the steady window ({window.figures()}): "
+            f"the RPS is the generator's ceiling; {advice}")
+
+
+def _target(window: Window) -> str:
     if window.late_users is not None and window.late_users >= LATE_STARTS:
-        return Verdict(TARGET_BOUND, f"{window.late_users:.2%} of the slots found every user still waiting on the "
-                                     f"target, with the workers on time ({window.figures()}): its latency at this "
-                                     "rate outgrew the pool's half second a response; this rate is past what it "
-                                     f"serves with that latency{stalls}")
-    if window.target_share >= SATURATED_SHARE:
-        return Verdict(TARGET_BOUND, f"the target was saturated in {window.target_share:.0%} of the steady window "
-                                     f"while the workers had headroom ({window.figures()}): this RPS is its capacity "
-                                     f"at this CPU count{stalls}")
-    if window.achieved is not None and window.achieved < ACHIEVED_SHARE:
-        # Every slot started on time and the target answered them, unsaturated: what fell short is what the
-        # generator offered, not what the target served.
-        if window.requests_per_slot is not None and window.requests_per_slot < ACHIEVED_SHARE:
-            why = (f"the workers' task sent {window.requests_per_slot:.2f} request(s) a slot it was handed: it does "
-                   "not send one request in every slot (a task that waits, branches or sends none); make it send "
-                   "one request a slot")
-        elif window.requests_per_slot is not None:
-            why = ("the workers handed out fewer slots than the rate, each answered: a worker never got its share "
-                   "of the rate (fewer workers than the rate was split over, one that joined late or stalled)")
-        else:
-            why = "the slots handed out or the requests sent for them fell short"
-        return Verdict(GENERATOR_BOUND, f"only {window.achieved:.1%} of the offered rate was sent, under "
-                                        f"{ACHIEVED_SHARE:.0%}, with the target unsaturated and every slot on time "
-                                        f"({window.figures()}): {why}; the load measured is not the one offered, "
-                                        f"so it is not the target's at this rate{stalls}")
-    if not window.target_measured:
-        return Verdict(NOT_GENERATOR_BOUND, f"the generator was not saturated in most of the steady window "
-                                            f"({window.figures()}); the target's CPU was not measured, so whether it "
-                                            f"had headroom is unmeasured: the RPS is a floor of its capacity, not "
-                                            f"the capacity ({TARGET_UNMEASURED}){stalls}")
+        return (f"{window.late_users:.2%} of the slots found every user still waiting on the target, with the "
+                f"workers on time ({window.figures()}): its latency at this rate outgrew the pool's half second a "
+                f"response; this rate is past what it serves with that latency{_stalls(window)}")
+    return (f"the target was saturated in {window.target_share:.0%} of the steady window while the workers had "
+            f"headroom ({window.figures()}): this RPS is its capacity at this CPU count{_stalls(window)}")
+
+
+def _not_offered(window: Window) -> str:
+    # Every slot started on time and the target answered them, unsaturated: what fell short is what the generator
+    # offered, not what the target served.
+    if window.requests_per_slot is not None and window.requests_per_slot < ACHIEVED_SHARE:
+        why = (f"the workers' task sent {window.requests_per_slot:.2f} request(s) a slot it was handed: it does not "
+               "send one request in every slot (a task that waits, branches or sends none); make it send one request "
+               "a slot")
+    elif window.requests_per_slot is not None:
+        why = ("the workers handed out fewer slots than the rate, each answered: a worker never got its share of the "
+               "rate (fewer workers than the rate was split over, one that joined late or stalled)")
+    else:
+        why = "the slots handed out or the requests sent for them fell short"
+    return (f"only {window.achieved:.1%} of the offered rate was sent, under {ACHIEVED_SHARE:.0%}, with the target "
+            f"unsaturated and every slot on time ({window.figures()}): {why}; the load measured is not the one "
+            f"offered, so it is not the target's at this rate{_stalls(window)}")
+
+
+def _unmeasured(window: Window) -> str:
+    return (f"the generator was not saturated in most of the steady window ({window.figures()}); the target's CPU was "
+            "not measured, so whether it had headroom is unmeasured: the RPS is a floor of its capacity, not the "
+            f"capacity ({TARGET_UNMEASURED}){_stalls(window)}")
+
+
+def _healthy(window: Window) -> str:
     more = "the rate" if window.late_starts is not None else "users"  # the open model's load is its rate
-    return Verdict(HEALTHY, f"neither side was saturated in most of the steady window ({window.figures()}): raise "
-                            f"{more} to find the limit{stalls}")
+    return (f"neither side was saturated in most of the steady window ({window.figures()}): raise {more} to find the "
+            f"limit{_stalls(window)}")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One cause of a verdict: the kind it gives, whether a window shows it, the reason in words, and the same
+    condition at a steady evaluation of the saturation rules, in PromQL over their per-release records (the rules'
+    `loadtest:verdict` is written from CAUSES by `loadtest values`)."""
+
+    name: str
+    kind: str
+    shows: Callable[[Window], bool]
+    reason: Callable[[Window], str]
+    rule: str
+
+
+_LIMIT = "scalar(loadtest:saturated_share:threshold)"
+# The causes in the order the judge weighs them; the first a window shows decides. A window without a sample judges
+# nothing; lost workers and a silent or failing target come before the generator's CPU (workers whose requests fail
+# at once spin at their core); a saturated generator hides the target's capacity, so it comes before the target; a
+# rate not offered (open model) is the generator's only once the target is not the reason; the rest is healthy
+# where the target's CPU was measured, and unmeasured where it was not.
+CAUSES = (
+    Cause("no-sample", NOT_GENERATOR_BOUND, lambda w: not w.measured, _no_sample,
+          "loadtest:steady:bool == 1 unless on (release) loadtest:generator_limit_steady:ratio"),
+    Cause("lost-workers", GENERATOR_BOUND, lambda w: bool(w.losses), _lost_workers,
+          "loadtest:workers_lost_steady:bool == 1"),
+    Cause("target-silent", TARGET_BOUND, lambda w: bool(w.silences), _silent,
+          "loadtest:target_silent_steady:bool == 1"),
+    Cause("target-failing", TARGET_BOUND, lambda w: w.failing, _failing, "loadtest:target_failing_steady:bool == 1"),
+    Cause("generator", GENERATOR_BOUND, lambda w: generator_limit(w) is not None, _generator,
+          f"loadtest:generator_limit_steady:ratio >= {_LIMIT}"),
+    Cause("target", TARGET_BOUND,
+          lambda w: (w.late_users is not None and w.late_users >= LATE_STARTS) or w.target_share >= SATURATED_SHARE,
+          _target, "loadtest:target_saturated_steady:bool == 1"),
+    Cause("rate-not-offered", GENERATOR_BOUND, lambda w: w.achieved is not None and w.achieved < ACHIEVED_SHARE,
+          _not_offered, "loadtest:arrival_rate:short_steady:bool == 1"),
+    Cause("target-unmeasured", NOT_GENERATOR_BOUND, lambda w: not w.target_measured, _unmeasured,
+          "loadtest:steady:bool == 1 unless on (release) loadtest:target_measured:bool"),
+    Cause("healthy", HEALTHY, lambda w: True, _healthy, "loadtest:steady:bool == 1"),
+)
+
+
+def judge(window: Window) -> Verdict:
+    """The window's verdict: the first of CAUSES it shows (see there for the order and why)."""
+    cause = next(c for c in CAUSES if c.shows(window))
+    return Verdict(cause.kind, cause.reason(window))
 
 
 def late_shares(late_starts: dict[str, int], slots: int) -> dict[str, float]:
