@@ -118,11 +118,13 @@ def prometheus(tmp_path_factory):
                 f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address={LOCAL_HOST}:{port}"])
             procs.wait_http("prometheus", f"http://{LOCAL_HOST}:{port}/-/ready")
             client = prom.Prometheus(f"http://{LOCAL_HOST}:{port}")
-            # The rules' ranges and a window of steady evaluations behind the newest scrape, for every row.
-            whole = f"min(count_over_time(loadtest:generator_saturated_steady:ratio[{WINDOW_S + 2}s]))"
-            wait_for(f"{WINDOW_S + 2} s of steady evaluations of every row", lambda: (
+            # The rules' ranges and two windows of steady evaluations behind the newest scrape, for every row: a
+            # rate is judged short once a whole window of the schedule is behind its own window.
+            span = 2 * WINDOW_S + 2
+            whole = f"min(count_over_time(loadtest:generator_saturated_steady:ratio[{span}s]))"
+            wait_for(f"{span} s of steady evaluations of every row", lambda: (
                 len(client.query("loadtest:generator_saturated_steady:ratio")) == len(LIVE)
-                and (client.scalar(whole) or 0) >= WINDOW_S + 2), STARTUP_TIMEOUT_S + 4 * WINDOW_S, every=1)
+                and (client.scalar(whole) or 0) >= span), STARTUP_TIMEOUT_S + 4 * span, every=1)
             yield client
     finally:
         exporter.shutdown()

@@ -26,6 +26,10 @@ def test_the_chart_holds_its_arrival_rate_and_the_rules_see_it(cluster, namespac
     achieved = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}{WINDOW}))'
     # A whole window of the schedule in the rate's range (the rules' window): within 1 % of the offered rate.
     rps = prometheus.wait(achieved, lambda v: v is not None and arrival.held(RATE, v), timeout=240)
+    # The rules' own reading of it (an evaluation, up to a scrape later): a rate is short for the verdict only where
+    # it was short at every evaluation of the window, so none is from here on while it holds.
+    prometheus.wait(f"loadtest:requests:rate1m{{{RELEASE}}} / on (release) loadtest:arrival_rate:offered{{{RELEASE}}}",
+                    lambda v: v is not None and v >= verdict.ACHIEVED_SHARE, timeout=120)
     late = prometheus.wait(f"loadtest:late_starts:share1m{{{RELEASE}}}", lambda v: v is not None)
     waiting = prometheus.value(f"loadtest:late_starts_users:share1m{{{RELEASE}}}")
     response = prometheus.wait(
