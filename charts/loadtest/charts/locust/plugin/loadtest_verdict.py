@@ -66,7 +66,7 @@ TARGET_UNMEASURED = ("the chart's judged master sees only its workers; a target 
                      "or give the target's pod a CPU limit, and read the release's Prometheus")
 
 # Why the generator was the limit (generator_limit).
-CPU, LATE_STARTS_CAUSE, LOOP, LOST_WORKERS = "cpu", "late-starts", "loop", "lost-workers"
+CPU, LATE_STARTS_CAUSE, LOOP = "cpu", "late-starts", "loop"
 
 
 @dataclass(frozen=True)
@@ -228,10 +228,7 @@ def generator_limit(window: Window) -> str | None:
     lightly loaded worker that wakes late, stalled for another reason: its late starts are named, not blamed on
     CPU). LOOP (open model): the workers' event loop lagged in
     at least SATURATED_SHARE of its probes: it could not keep the schedule, whatever its CPU figure (a worker starved
-    by its limit before it was measured, or by its neighbours). LOST_WORKERS: workers were lost or quit in the
-    window, so part of it ran with fewer workers than the load asked for, whatever the rest measured."""
-    if window.losses:
-        return LOST_WORKERS
+    by its limit before it was measured, or by its neighbours). Lost workers are a cause of their own (CAUSES)."""
     if (window.late_starts is not None and window.late_starts >= LATE_STARTS and window.samples
             and window.generator_share >= window.late_starts):
         return LATE_STARTS_CAUSE
