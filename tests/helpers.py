@@ -110,7 +110,7 @@ def write_run(folder: Path, rps: float = 1000.0, p95: float = 100.0, kind: str =
     figures = {checks.AGGREGATED: checks.Figures(checks.AGGREGATED, requests=int(rps * seconds), failures=failures,
                                                  rps=rps, avg_ms=p95 / 3, max_ms=p95 * 4, percentiles_ms=percentiles)}
     report = runresult.RunReport({"scenario": "keepalive_1kb", "target": target}, started=started,
-                                 ended=started + seconds, figures=figures, verdict=verdict.Verdict(kind, "why"),
+                                 ended=started + seconds, figures=figures, verdict=verdict.Verdict(kind, "why", "recorded"),
                                  incomplete=incomplete)
     runresult.write(report, folder)
     return folder

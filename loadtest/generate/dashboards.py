@@ -26,7 +26,7 @@ from grafana_foundation_sdk.models.dashboard import (DashboardCursorSync, Dashbo
                                                      VariableSort)
 
 from .. import paths
-from ..judging import rules, verdict
+from ..judging import rules, tuning, verdict
 from . import committed
 
 FOLDER = paths.DASHBOARDS
@@ -126,15 +126,9 @@ def advice_panel() -> stat.Panel:
     return label_panel(
         "Next step",
         "What to change next, from the last minute's steady samples: `loadtest tune`'s diagnosis (the rule "
-        "loadtest:advice). workers-pending: worker pods find no node, ask for fewer or add nodes. "
-        "give-workers-a-whole-core: the workers are throttled or below a core; a worker uses up to one, "
-        "so give each 1000m and as many as the nodes hold. add-workers-or-nodes: whole workers at their "
-        "core; more workers where the nodes have room, else nodes. sweep-target-cpus: the target is at its "
-        "CPU, the generator is fine; measure it at more CPUs. raise-users: neither side is saturated. "
-        "measure-target: the workers have headroom and the target's CPU is not measured; measure it first. "
-        "check-the-schedule: the open model's rate was not offered with neither side saturated; see that every "
-        "worker got its share of the rate and the task sends a request in every slot. "
-        "`loadtest tune --release <name>` prints the numbers and the helm upgrade; --apply runs it.",
+        "loadtest:advice), the first that holds: "
+        + " ".join(f"{name}: {tuning.MEANINGS[name]}." for name in tuning.DIAGNOSES)
+        + " `loadtest tune --release <name>` prints the numbers and the helm upgrade; --apply runs it.",
         "loadtest:advice", "advice", 16, "no test running for a minute").color_mode(BigValueColorMode.NONE)
 
 

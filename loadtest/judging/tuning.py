@@ -4,16 +4,18 @@ A run's steady window says which side limits it (loadtest.judging.verdict). The 
 at 100m plateau throttled while the nodes are 40 % requested, so give each a whole core and as many as the nodes hold
 (loadtest.capacity.sizing); whole workers at their core on full nodes need more nodes; a target at its CPU means the
 generator is fine and the target is measured, at more CPUs next; neither saturated means more users, where the
-target's CPU is measured (where it is not, its headroom is unmeasured: measure it first). Pending workers come first:
-until they run, the load is spread over fewer workers than planned.
+target's CPU is measured (where it is not, its headroom is unmeasured: measure it first). Lost workers and a target
+that failed or went silent measured nothing: find why first. Pending workers come before any of it: until they run,
+the load is spread over fewer workers than planned. One diagnosis a cause of the verdict (ADVICE).
 
-The monitoring chart's rule `loadtest:advice` draws the same diagnosis for the dashboards, in the same order and
-with the same thresholds (tests/promtool holds the cases both must agree on); this module adds what Prometheus
+The monitoring chart's rule `loadtest:advice` draws the same diagnosis for the dashboards, written from ADVICE and the
+verdict's causes (tests/chart/test_one_verdict_rules.py holds both to one table); this module adds what Prometheus
 cannot know: how many workers the nodes hold, how many nodes to add and what they cost.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .. import units
@@ -23,6 +25,8 @@ from .compare import DEFAULT_LIMITS
 
 # The diagnoses, as the rule's `advice` label names them.
 WORKERS_PENDING = "workers-pending"
+WORKERS_LOST = "workers-lost"  # the window ran with fewer workers than asked for: find why, run again
+TARGET_NOT_SERVING = "target-not-serving"  # the target failed or stopped answering: no capacity was measured
 WHOLE_CORE = "give-workers-a-whole-core"
 MORE_GENERATOR = "add-workers-or-nodes"
 SWEEP_TARGET = "sweep-target-cpus"
@@ -30,7 +34,6 @@ RAISE_USERS = "raise-users"
 MEASURE_TARGET = "measure-target"  # the target's CPU unmeasured: only the generator's headroom is known
 CHECK_SCHEDULE = "check-the-schedule"  # the open model's rate not offered, neither side saturated
 IDLE = "start-a-swarm"  # no steady window: nothing to judge (no rule series either)
-DIAGNOSES = (WORKERS_PENDING, WHOLE_CORE, MORE_GENERATOR, SWEEP_TARGET, RAISE_USERS, MEASURE_TARGET, CHECK_SCHEDULE)
 
 # The window tune judges is the rules' (monitoring.rules.windowSeconds, the rule's range `[1m]` as the chart renders
 # it): the last window's steady samples. A release whose chart has no such value judges the minute.
@@ -175,26 +178,61 @@ def advise(s: Snapshot) -> Advice:
                + (f"{s.rps:,.0f} RPS" if s.rps is not None else "RPS unknown")
                + (f", p95 {s.p95_ms:.0f} ms" if s.p95_ms is not None else ""),
                f"verdict {v.kind}: {w.figures()}")
-    if v.kind == verdict.GENERATOR_BOUND and not w.losses and verdict.generator_limit(w) is None:
-        return _check_schedule(s, w, v, figures)
-    if v.kind == verdict.GENERATOR_BOUND:
-        throttled = w.worker_throttling is not None and w.worker_throttling >= verdict.THROTTLED
-        if throttled or s.worker_cpu_m < sizing.WORKER_CPU_M:
-            return _whole_core(s, w, throttled, figures)
-        return _more_generator(s, w, figures)
-    if v.kind == verdict.TARGET_BOUND:
-        return Advice(
-            SWEEP_TARGET,
-            "the target is saturated while the workers have headroom: this RPS is the target's capacity at its CPU "
-            "count, and more workers would not change it",
-            figures,
-            next_step=f"measure the target at more CPUs: `loadtest sweep --release {s.release} --sweep target-cpus "
-                      "--steps 1,2,4 ...` (docs/sizing.md, \"Sweep\")")
-    if not w.target_measured:
-        return _measure_target(s, w, figures)
+    return ADVICE[v.cause].advise(s, w, v, figures)
+
+
+def _no_sample(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
+    return Advice(IDLE, f"no steady sample of the workers' CPU in the last {s.window_s} s: nothing to judge",
+                  figures, next_step="check that the workers report their CPU (locust_worker_cpu_usage_cores in the "
+                                     "release's Prometheus) and run tune again")
+
+
+def _generator(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
+    throttled = w.worker_throttling is not None and w.worker_throttling >= verdict.THROTTLED
+    if throttled or s.worker_cpu_m < sizing.WORKER_CPU_M:
+        return _whole_core(s, w, throttled, figures)
+    return _more_generator(s, w, figures)
+
+
+def _sweep_target(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
+    return Advice(
+        SWEEP_TARGET,
+        "the target is saturated while the workers have headroom: this RPS is the target's capacity at its CPU "
+        "count, and more workers would not change it",
+        figures,
+        next_step=f"measure the target at more CPUs: `loadtest sweep --release {s.release} --sweep target-cpus "
+                  "--steps 1,2,4 ...` (docs/sizing.md, \"Sweep\")")
+
+
+def _more_load(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
     busiest = max(w.busiest_worker, w.target_cpu)
     factor = min(MAX_USERS_FACTOR, verdict.SATURATED_CPU / busiest) if busiest > 0 else MAX_USERS_FACTOR
     return _raise_rate(s, w, factor, figures) if s.arrival_rate else _raise_users(s, w, factor, figures)
+
+
+def _workers_lost(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
+    """Workers lost in the window: it ran with less load than asked for, so nothing in it is the target's; no size
+    change is advised until the workers stay."""
+    return Advice(
+        WORKERS_LOST,
+        f"the generator lost workers in the window ({'; '.join(w.losses)}): it ran with less load than asked for, "
+        "so its RPS and latency are not the target's at this load",
+        figures,
+        next_step=f"find why they went (`kubectl describe pod` on the release's workers: OOMKilled wants more "
+                  f"locust.worker.memory than {s.worker_memory_mi}Mi, Evicted or a node gone wants room or a steadier "
+                  "node group), then run tune again once the workers stay")
+
+
+def _target_not_serving(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
+    """The target failed or went silent: the window measured no capacity, and no generator change would."""
+    return Advice(
+        TARGET_NOT_SERVING,
+        "the target did not serve this load (failing or silent): no capacity was measured, and no change to the "
+        f"generator would measure one; {v.reason}",
+        figures,
+        next_step="read its failures (the web UI's Failures tab, stats_failures.csv) and its logs; if it serves a "
+                  f"smaller load, find where it stops: `loadtest sweep --release {s.release} --sweep users --steps "
+                  "...` (docs/sizing.md, \"Sweep\")")
 
 
 def _check_schedule(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
@@ -210,7 +248,7 @@ def _check_schedule(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures:
                   f"the verdict says which: {v.reason}")
 
 
-def _measure_target(s: Snapshot, w: verdict.Window, figures: tuple[str, ...]) -> Advice:
+def _measure_target(s: Snapshot, w: verdict.Window, v: verdict.Verdict, figures: tuple[str, ...]) -> Advice:
     """The generator has headroom and the target's CPU is unmeasured: more load is not advised on the workers' CPU
     alone (the target may be at its limit already); measure the target first."""
     return Advice(
@@ -305,6 +343,52 @@ def _raise_rate(s: Snapshot, w: verdict.Window, factor: float, figures: tuple[st
                   next_step=f"the rate is a value of the release, not the web UI's (its user count is the pool): "
                             f"`helm upgrade {s.release} charts/loadtest --reuse-values --set "
                             f"locust.load.arrivalRate={rate}`, then start the swarm again")
+
+
+@dataclass(frozen=True)
+class CauseAdvice:
+    """What tune advises for one of the verdict's causes: the function that writes it, and the diagnoses it may
+    give, each with the PromQL that narrows the cause's window to it in the rules ("" where the cause has one)."""
+
+    advise: Callable[[Snapshot, verdict.Window, verdict.Verdict, tuple[str, ...]], Advice]
+    diagnoses: tuple[tuple[str, str], ...]
+
+
+# Workers whose CPU limit holds them back (throttled, or below a core): _generator reads it from the snapshot, the
+# rules from this record.
+_STARVED = "loadtest:workers_starved:bool == 1"
+# The advice for each of the verdict's causes (loadtest_verdict.CAUSES, in the judge's order): advise() follows the
+# cause the judge names, and the rules' `loadtest:advice` is written from this table by `loadtest values`
+# (judging/rules.py). A cause with no diagnosis in the rules (no sample: nothing judged) gives no series there.
+ADVICE = {
+    "no-sample": CauseAdvice(_no_sample, ()),
+    "lost-workers": CauseAdvice(_workers_lost, ((WORKERS_LOST, ""),)),
+    "target-silent": CauseAdvice(_target_not_serving, ((TARGET_NOT_SERVING, ""),)),
+    "target-failing": CauseAdvice(_target_not_serving, ((TARGET_NOT_SERVING, ""),)),
+    "generator": CauseAdvice(_generator, ((WHOLE_CORE, f"and on (release) {_STARVED}"),
+                                          (MORE_GENERATOR, f"unless on (release) {_STARVED}"))),
+    "target": CauseAdvice(_sweep_target, ((SWEEP_TARGET, ""),)),
+    "rate-not-offered": CauseAdvice(_check_schedule, ((CHECK_SCHEDULE, ""),)),
+    "target-unmeasured": CauseAdvice(_measure_target, ((MEASURE_TARGET, ""),)),
+    "healthy": CauseAdvice(_more_load, ((RAISE_USERS, ""),)),
+}
+# Every diagnosis the rules record, in their order: Pending workers before every cause.
+DIAGNOSES = (WORKERS_PENDING, *dict.fromkeys(d for a in ADVICE.values() for d, _ in a.diagnoses))
+# Each diagnosis in a sentence: when it is given and what to do (the dashboards' Next step panel).
+MEANINGS = {
+    WORKERS_PENDING: "worker pods find no node; ask for fewer or add nodes",
+    WORKERS_LOST: "workers were lost in the window, which ran with less load than asked for; find why, run again",
+    TARGET_NOT_SERVING: "the target failed more than the failure threshold of the requests or went silent: no "
+                        "capacity was measured; read its failures and logs, sweep the users to find where it stops",
+    WHOLE_CORE: "the workers are saturated, throttled or below a core; a worker uses up to one, so give each "
+                f"{units.cpu(sizing.WORKER_CPU_M)} and as many as the nodes hold",
+    MORE_GENERATOR: "whole workers at their core; more workers where the nodes have room, else nodes",
+    SWEEP_TARGET: "the target is at its CPU, the generator is fine; measure it at more CPUs",
+    CHECK_SCHEDULE: "the open model's rate was not offered with neither side saturated; see that every worker got "
+                    "its share of the rate and the task sends a request in every slot",
+    MEASURE_TARGET: "the workers have headroom and the target's CPU is not measured; measure it first",
+    RAISE_USERS: "neither side is saturated; raise the users (the open model: the rate)",
+}
 
 
 def upgrade_command(release: str, namespace: str, chart: str, changes: dict[str, str]) -> list[str]:

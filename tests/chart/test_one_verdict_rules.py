@@ -1,7 +1,8 @@
 """The same windows (tests/verdict_table.py) as Prometheus sees them, under promtool: each sample becomes one rule
 evaluation's series (the workers' CPU, their containers' CFS counters, HAProxy's busy time as the target's CPU, the
-shared machine's idle CPU, Locust's request and failure counters, the master's fault counts), and the saturation rules must find each side saturated in the same share of the window
-as `loadtest run --local` does, and, where every sample is alike, record the same verdict. The shares are what
+shared machine's idle CPU, Locust's request and failure counters, the master's fault counts), and the saturation rules
+must find each side saturated in the same share of the window as `loadtest run --local` does, and, where every sample
+is alike, record the same verdict, and the advice `loadtest tune` gives for the window. The shares are what
 `loadtest run --release`, the sweep and `loadtest tune` read from Prometheus into the one verdict module."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import yaml
 from verdict_table import CASES, OFFERED_RPS
 
-from loadtest.judging import rules, verdict
+from loadtest.judging import rules, tuning, verdict
 from loadtest.runtime import tools
 
 STEP_S = 15  # a cluster's scrape interval: Prometheus 2 and 3 count a range's samples alike at 15 s
@@ -95,12 +96,24 @@ def expectations(case) -> list[dict]:
     if len(set(case.samples)) == 1:
         tests.append({"expr": f'loadtest:verdict{{release="{case.name}"}}', "eval_time": at, "exp_samples": [
             {"labels": f'loadtest:verdict{{release="{case.name}", verdict="{case.kind}"}}', "value": 1}]})
+        tests.append({"expr": f'loadtest:advice{{release="{case.name}"}}', "eval_time": at, "exp_samples": [
+            {"labels": f'loadtest:advice{{release="{case.name}", advice="{tunes_diagnosis(case)}"}}', "value": 1}]})
     return tests
+
+
+def tunes_diagnosis(case) -> str:
+    """What `loadtest tune` advises for the case's window, on a release of whole-core workers (the series' limit)."""
+    snapshot = tuning.Snapshot(case.name, "autostart", 1000, 512, len(case.samples[0].workers()), 0, 100, 1000.0,
+                               case.failure_ratio, 10.0, case.window(),
+                               arrival_rate=OFFERED_RPS if case.arrival else None)
+    return tuning.advise(snapshot).diagnosis
 
 
 def test_the_rules_judge_the_table_as_the_local_run_does(tmp_path):
     cases = CASES
     assert {verdict.judge(c.window()).kind for c in cases} == set(verdict.KINDS)
+    # Every diagnosis of a cause is some row's, the rules' advice held to tune's on each.
+    assert {tunes_diagnosis(c) for c in cases} == set(tuning.DIAGNOSES) - {tuning.WORKERS_PENDING}
     test_file = tmp_path / "one-verdict.test.yaml"
     test_file.write_text(yaml.safe_dump({
         "rule_files": [str(rules.RULES_FILE)], "evaluation_interval": f"{STEP_S}s",

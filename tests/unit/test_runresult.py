@@ -18,7 +18,7 @@ FIGURES = checks.from_entries([
 def report(texts=("p95<100ms", "fail_ratio<1%"), kind=verdict.HEALTHY, incomplete=None):
     outcomes = checks.judge(checks.parse(list(texts)), FIGURES)
     return runresult.RunReport(dict(CONDITIONS), started=1000.0, ended=1060.5, figures=FIGURES, outcomes=outcomes,
-                               verdict=verdict.Verdict(kind, f"{kind} because") if kind else None,
+                               verdict=verdict.Verdict(kind, f"{kind} because", kind) if kind else None,
                                incomplete=incomplete)
 
 
@@ -99,7 +99,7 @@ def test_result_json_round_trips_the_report(tmp_path):
     data = json.loads(runresult.write(r, tmp_path / "run")["json"].read_text())
     assert data == json.loads(json.dumps(r.to_json()))
     assert data["conditions"] == CONDITIONS and (data["started"], data["ended"]) == (1000.0, 1060.5)
-    assert data["verdict"] == {"kind": verdict.HEALTHY, "reason": "healthy because"}
+    assert data["verdict"] == {"kind": verdict.HEALTHY, "reason": "healthy because", "cause": "healthy"}
     assert data["checks"] == [{"check": "p95<100ms", "measured": 40.0, "passed": True},
                               {"check": "p95[/none]<1s", "measured": None, "passed": False}]
     agg = data["figures"][checks.AGGREGATED]

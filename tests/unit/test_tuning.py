@@ -64,6 +64,17 @@ SNAPSHOTS = {
     "rate not offered": (replace(THIN, mode="autostart", worker_cpu_m=1000, replicas=6, users=1000, arrival_rate=2000.0,
                                  window=replace(window(busiest=0.3, target=0.2), late_starts=0.0, late_users=0.0,
                                                 achieved=0.5, requests_per_slot=1.0)), tuning.CHECK_SCHEDULE, {}, 0),
+    # A worker lost mid-window: the window ran with less load; whatever the CPU read, nothing to size from it.
+    "worker lost": (replace(THIN, worker_cpu_m=1000, replicas=6,
+                            window=replace(window(busiest=0.97), losses=("worker lost at 12 s: lt-worker-1",))),
+                    tuning.WORKERS_LOST, {}, 0),
+    # A target refusing while whole workers spin at their core: the failures are the target's, not more workers.
+    "target refusing": (replace(THIN, worker_cpu_m=1000, replicas=6, fail_ratio=0.6,
+                                window=replace(window(busiest=0.98, target=0.1), failure_ratio=0.6)),
+                        tuning.TARGET_NOT_SERVING, {}, 0),
+    # Users running, but no sample of the workers' CPU in the window: nothing judged, nothing advised.
+    "no CPU sample": (replace(THIN, window=window(busiest=0.0, target=None, samples=0, generator_share=0.0,
+                                                  target_share=0.0)), tuning.IDLE, {}, 0),
     # 8 asked on 2 c5.xlarge that hold 6: ask for 6, or add a node.
     "pending workers": (replace(THIN, worker_cpu_m=1000, replicas=8, pending=2), tuning.WORKERS_PENDING,
                         {"locust.worker.replicas": "6"}, 1),
@@ -135,6 +146,15 @@ def test_a_regression_is_an_rps_drop_beyond_compares_limit_or_new_failures():
 def test_the_upgrade_keeps_every_other_value():
     assert tuning.upgrade_command("lt", "lt", "charts/loadtest", {"locust.worker.cpu": "1000m"}) == [
         "helm", "upgrade", "lt", "charts/loadtest", "-n", "lt", "--reuse-values", "--set", "locust.worker.cpu=1000m"]
+
+
+def test_every_cause_of_the_verdict_has_its_advice_in_the_judges_order():
+    """tune dispatches on the judge's cause and the rules' advice is written from the same table: one entry a cause,
+    in CAUSES' order, and every diagnosis explained on the dashboard and in docs/cluster.md's table."""
+    assert list(tuning.ADVICE) == [c.name for c in verdict.CAUSES]
+    assert set(tuning.MEANINGS) == set(tuning.DIAGNOSES)
+    table = (paths.HOME / "docs" / "cluster.md").read_text()
+    assert all(f"| `{d}` |" in table for d in (*tuning.DIAGNOSES, tuning.IDLE))
 
 
 def test_the_rules_advice_names_tunes_diagnoses_over_tunes_window():

@@ -71,10 +71,12 @@ CPU, LATE_STARTS_CAUSE, LOOP = "cpu", "late-starts", "loop"
 
 @dataclass(frozen=True)
 class Verdict:
-    """Which side of a run was the limit (one of KINDS), and why."""
+    """Which side of a run was the limit (one of KINDS), and why: the reason in words, and the name of the cause
+    (CAUSES) that decided."""
 
     kind: str
     reason: str
+    cause: str
 
 
 @dataclass(frozen=True)
@@ -342,17 +344,21 @@ def _healthy(window: Window) -> str:
 @dataclass(frozen=True)
 class Cause:
     """One cause of a verdict: the kind it gives, whether a window shows it, the reason in words, and the same
-    condition at a steady evaluation of the saturation rules, in PromQL over their per-release records (the rules'
-    `loadtest:verdict` is written from CAUSES by `loadtest values`)."""
+    condition in PromQL over the saturation rules' per-release records: `rule` at a steady evaluation, `window_rule`
+    over the rules' window, the last minute's steady evaluations (the rules' `loadtest:verdict` and `loadtest:advice`
+    are written from CAUSES by `loadtest values`)."""
 
     name: str
     kind: str
     shows: Callable[[Window], bool]
     reason: Callable[[Window], str]
     rule: str
+    window_rule: str
 
 
 _LIMIT = "scalar(loadtest:saturated_share:threshold)"
+# The generator's share over the rules' window: present where the window had a steady sample of the workers' CPU.
+_JUDGED = "loadtest:generator_limit_steady:share1m"
 # The causes in the order the judge weighs them; the first a window shows decides. A window without a sample judges
 # nothing; lost workers and a silent or failing target come before the generator's CPU (workers whose requests fail
 # at once spin at their core); a saturated generator hides the target's capacity, so it comes before the target; a
@@ -360,29 +366,36 @@ _LIMIT = "scalar(loadtest:saturated_share:threshold)"
 # where the target's CPU was measured, and unmeasured where it was not.
 CAUSES = (
     Cause("no-sample", NOT_GENERATOR_BOUND, lambda w: not w.measured, _no_sample,
-          "loadtest:steady:bool == 1 unless on (release) loadtest:generator_limit_steady:ratio"),
+          "loadtest:steady:bool == 1 unless on (release) loadtest:generator_limit_steady:ratio",
+          f"max_over_time(loadtest:steady:bool[1m]) == 1 unless on (release) {_JUDGED}"),
+    # The faults' and failures' records count over the rules' window already.
     Cause("lost-workers", GENERATOR_BOUND, lambda w: bool(w.losses), _lost_workers,
-          "loadtest:workers_lost_steady:bool == 1"),
+          "loadtest:workers_lost_steady:bool == 1", "loadtest:workers_lost_steady:bool == 1"),
     Cause("target-silent", TARGET_BOUND, lambda w: bool(w.silences), _silent,
-          "loadtest:target_silent_steady:bool == 1"),
-    Cause("target-failing", TARGET_BOUND, lambda w: w.failing, _failing, "loadtest:target_failing_steady:bool == 1"),
+          "loadtest:target_silent_steady:bool == 1", "loadtest:target_silent_steady:bool == 1"),
+    Cause("target-failing", TARGET_BOUND, lambda w: w.failing, _failing, "loadtest:target_failing_steady:bool == 1",
+          "loadtest:target_failing_steady:bool == 1"),
     Cause("generator", GENERATOR_BOUND, lambda w: generator_limit(w) is not None, _generator,
-          f"loadtest:generator_limit_steady:ratio >= {_LIMIT}"),
+          f"loadtest:generator_limit_steady:ratio >= {_LIMIT}", f"{_JUDGED} >= {_LIMIT}"),
     Cause("target", TARGET_BOUND,
           lambda w: (w.late_users is not None and w.late_users >= LATE_STARTS) or w.target_share >= SATURATED_SHARE,
-          _target, "loadtest:target_saturated_steady:bool == 1"),
+          _target, "loadtest:target_saturated_steady:bool == 1",
+          f"loadtest:target_saturated_steady:share1m >= {_LIMIT}"),
     Cause("rate-not-offered", GENERATOR_BOUND, lambda w: w.achieved is not None and w.achieved < ACHIEVED_SHARE,
-          _not_offered, "loadtest:arrival_rate:short_steady:bool == 1"),
+          _not_offered, "loadtest:arrival_rate:short_steady:bool == 1",
+          f"loadtest:arrival_rate:short_steady:share1m >= {_LIMIT}"),
     Cause("target-unmeasured", NOT_GENERATOR_BOUND, lambda w: not w.target_measured, _unmeasured,
-          "loadtest:steady:bool == 1 unless on (release) loadtest:target_measured:bool"),
-    Cause("healthy", HEALTHY, lambda w: True, _healthy, "loadtest:steady:bool == 1"),
+          "loadtest:steady:bool == 1 unless on (release) loadtest:target_measured:bool",
+          f"group by (release) ({_JUDGED}) unless on (release) loadtest:target_measured:bool"),
+    Cause("healthy", HEALTHY, lambda w: True, _healthy, "loadtest:steady:bool == 1",
+          f"group by (release) ({_JUDGED})"),
 )
 
 
 def judge(window: Window) -> Verdict:
     """The window's verdict: the first of CAUSES it shows (see there for the order and why)."""
     cause = next(c for c in CAUSES if c.shows(window))
-    return Verdict(cause.kind, cause.reason(window))
+    return Verdict(cause.kind, cause.reason(window), cause.name)
 
 
 def late_shares(late_starts: dict[str, int], slots: int) -> dict[str, float]:
