@@ -17,5 +17,5 @@ FAILURE_RATIO, LATE_STARTS, LATE_MS, ACHIEVED_SHARE = (
 KINDS = _verdict.KINDS
 GENERATOR_BOUND, TARGET_BOUND, HEALTHY, NOT_GENERATOR_BOUND = (
     _verdict.GENERATOR_BOUND, _verdict.TARGET_BOUND, _verdict.HEALTHY, _verdict.NOT_GENERATOR_BOUND)
-gave_its_core, late_shares, describe_late_starts = (
-    _verdict.gave_its_core, _verdict.late_shares, _verdict.describe_late_starts)
+gave_its_core, late_shares, describe_late_starts, loop_stalls = (
+    _verdict.gave_its_core, _verdict.late_shares, _verdict.describe_late_starts, _verdict.loop_stalls)

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+import psutil
 import pytest
 
 from loadtest.judging import checks, locuststats, verdict
@@ -26,19 +27,27 @@ STALL_S = 1.0
 STALL_AFTER_STEADY_S = 6  # well inside the steady window, away from its edges
 
 
-def stalled_run(nginx, workdir, **load):
-    """A run against `nginx`, stopped (SIGSTOP) for STALL_S once the run has been steady for a while."""
+def locust_worker() -> int:
+    """The pid of the one Locust worker this test's run started."""
+    [worker] = [p for p in psutil.Process().children(recursive=True) if "--worker" in p.cmdline()]
+    return worker.pid
+
+
+def stalled_run(nginx, workdir, stopped=None, **load):
+    """A run against `nginx`, one process of it (`stopped()`'s pid; nginx by default) stopped (SIGSTOP) for STALL_S
+    once the run has been steady for a while."""
     stalls: list[float] = []
     stalled: list[float] = []  # unix times of the stall's start and end
 
     def stall():
-        os.kill(nginx.proc.pid, signal.SIGSTOP)
+        pid = stopped() if stopped else nginx.proc.pid
+        os.kill(pid, signal.SIGSTOP)
         started = time.monotonic()
         stalled.append(time.time())
         try:
             time.sleep(STALL_S)
         finally:
-            os.kill(nginx.proc.pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGCONT)
             stalls.append(time.monotonic() - started)
             stalled.append(time.time())
 
@@ -105,6 +114,27 @@ def test_a_stall_hides_from_the_closed_model_and_shows_in_the_open_one(start_ngi
     (closed_p99,) = checks.judge(slo, locuststats.figures(tmp_path / "closed" / "stats.json"))
     (open_p99,) = checks.judge(slo, locuststats.figures(tmp_path / "open" / "stats.json"))
     assert closed_p99.passed and not open_p99.passed, (closed_p99.describe(), open_p99.describe())
+
+
+def test_a_worker_stalled_by_its_host_is_a_stall_named_not_the_generators_limit(start_nginx, tmp_path):
+    """Issue #55, class 5, for real: the open model's worker stopped for a second (its host stalled it: SIGSTOP) wakes
+    with the slots due in the stall overdue and sends them late, then keeps the rate again. Its CPU was never at its
+    ceiling for as large a share of the window as the share of slots it started late, so the late starts are its
+    event loop's stalls, named in the reason beside a verdict that is not the generator's limit."""
+    nginx = start_nginx()
+    opened = stalled_run(nginx, tmp_path, stopped=locust_worker, users=arrival.pool_size(RATE, 1),
+                         arrival_rate=RATE)
+    window, late = opened.steady, opened.arrival.late_share("cpu")
+    print(f"open: {opened.rps:.0f} RPS, late {opened.arrival.describe_late()}, generator saturated in "
+          f"{window.generator_share:.0%} of the window: {opened.verdict}")
+    assert opened.failures == 0 and arrival.held(RATE, opened.rps), opened
+    # The slots due in the stall, started late with a user free: RATE x STALL_S of the window's.
+    assert opened.arrival.late_starts["cpu"] == pytest.approx(RATE * STALL_S, rel=0.25), opened.arrival
+    assert opened.arrival.late_share("users") < verdict.LATE_STARTS, opened.arrival  # the pool was free all along
+    assert window.late_starts == pytest.approx(late) and late >= verdict.LATE_STARTS
+    assert window.generator_share < late, window
+    assert opened.verdict.kind != verdict.GENERATOR_BOUND and opened.verdict == verdict.judge(window), opened.verdict
+    assert verdict.loop_stalls(window) in opened.verdict.reason
 
 
 # This host's CPUs slow down for stretches of up to 180 ms now and then (docs/open-model.md, "A noisy host caps it

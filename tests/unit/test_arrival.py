@@ -269,10 +269,43 @@ def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_
     dispatcher = running_dispatcher(1000)
     dispatcher.sending = True
     schedule = dispatcher.schedule
-    schedule.next_at = time.perf_counter() - 1  # a second overdue: every user was busy
+    schedule.next_at = time.perf_counter() - 1  # a second overdue: every user was busy since before it came due
+    dispatcher.exhausted_since = schedule.next_at - 0.5
     assert dispatcher.wait_for_slot() is not loadtest_arrival.PARKED  # it did not park: Locust's wait sleeps 0 s
     assert dispatcher.counts.late == {"users": 1, "cpu": 0} and dispatcher.counts.slots == 1
     assert loadtest_arrival._iteration.lateness_ms >= 1000
+
+
+def test_a_slot_that_came_due_while_users_were_parked_is_the_loops_late_start_whoever_takes_it():
+    """A worker stalled by its host wakes with more slots overdue than users parked: the users hand-out takes the
+    first, and those its users take on their way back came due while they were free, so they are late for the
+    loop's stall ("cpu"), not for want of a user."""
+    dispatcher = running_dispatcher(1000)
+    dispatcher.sending = True
+    schedule = dispatcher.schedule
+    schedule.next_at = time.perf_counter() - 1
+    dispatcher.exhausted_since = schedule.next_at + 0.9  # the pool ran out only as the stall ended
+    assert dispatcher.wait_for_slot() is not loadtest_arrival.PARKED
+    assert dispatcher.counts.late == {"users": 0, "cpu": 1}
+    dispatcher.exhausted_since = None  # a user is parked: the loop is late, not the pool
+    schedule.next_at = time.perf_counter() - 1
+    dispatcher.wait_for_slot()
+    assert dispatcher.counts.late == {"users": 0, "cpu": 2}
+
+
+def test_the_pool_is_exhausted_from_the_hand_out_that_takes_its_last_parked_user_until_one_parks():
+    dispatcher = running_dispatcher(20)  # a slot every 50 ms
+    dispatcher.sending = True
+    first, last = gevent.spawn(dispatcher.wait_for_slot), gevent.spawn(dispatcher.wait_for_slot)
+    last.join(timeout=5)  # the user parked last takes the first slot; the other is still parked
+    assert last.successful() and list(dispatcher.idle) == [first] and dispatcher.exhausted_since is None
+    first.join(timeout=5)
+    assert first.successful() and not dispatcher.idle
+    assert 0 <= time.perf_counter() - dispatcher.exhausted_since < 1
+    again = gevent.spawn(dispatcher.wait_for_slot)
+    gevent.sleep(0)  # it parks: a user is free again
+    assert list(dispatcher.idle) == [again] and dispatcher.exhausted_since is None
+    again.kill()
 
 
 def test_no_slot_before_the_pool_runs_unless_it_never_says_so(monkeypatch):

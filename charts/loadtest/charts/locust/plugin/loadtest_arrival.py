@@ -15,8 +15,11 @@ Two times per request, both kept:
   service time   from the actual send to the answer: locust_service_time_seconds and the run's arrival.json.
 
 A request started more than LATE_S after its slot is a late start, counted per worker and cause:
-  users  no user was free when the slot came: the pool (Locust's user count) is too small for the target's latency;
-  cpu    a user was waiting but the worker woke it late: the worker's CPU is at its ceiling, the generator's limit.
+  users  no user was free when the slot came due: the pool (Locust's user count) is too small for the target's
+         latency;
+  cpu    a user was free when it came due but the worker handed it late: the worker's CPU is at its ceiling, or the
+         worker stalled (a slot its users take on their way back after a stall counts here: it came due while they
+         were parked).
 
 The users' process also probes its own event loop: a greenlet that sleeps LOOP_PROBE_S and counts the wake-ups more
 than LATE_S late. A loop lagging in most of its probes cannot keep the schedule whatever its CPU figure says (a
@@ -275,11 +278,16 @@ class Dispatcher:
         self.handing = False  # in the timer's callback: a user that parks meanwhile is seen by the callback itself
         self.sending = True  # not between a test's start and its pool running: slots are handed
         self.on_first_slot = None  # called as a test's first slot is handed
+        # Since when no user has been parked (None while one is): a slot due before it found a user free, so a late
+        # start of it is the loop's, not the pool's (a worker stalled by its host wakes with more slots overdue than
+        # users parked; those its users take on their way back came due while they were free).
+        self.exhausted_since = None
 
     def hold(self) -> None:
         """A test starts: no slots until its pool runs, or POOL_WAIT_S from now."""
         self.stopping.clear()
         self.sending = False
+        self.exhausted_since = None
         self._disarm()
         self.pool_timer = self.loop.timer(POOL_WAIT_S)
         self.pool_timer.start(self.pool_runs)
@@ -305,7 +313,10 @@ class Dispatcher:
         due = schedule.next_at
         if self.sending and due is not None and due <= now:
             slot = schedule.take(now)
-            late = "users" if now - slot > LATE_S else None  # it waited for a user to come free
+            late = None
+            if now - slot > LATE_S:  # it waited for a user to come free, if none was when it came due
+                exhausted = self.exhausted_since
+                late = "users" if exhausted is not None and exhausted <= slot else "cpu"
             wait = 0
         else:
             slot = self._park()
@@ -323,6 +334,7 @@ class Dispatcher:
     def _park(self) -> float:
         me = getcurrent()
         self.idle[me] = None
+        self.exhausted_since = None
         self._arm()
         try:
             return get_hub().switch()  # until the timer's callback switches back here with a slot
@@ -363,6 +375,8 @@ class Dispatcher:
                 while idle and (schedule.next_at is None or schedule.next_at <= now):
                     user, _ = idle.popitem()
                     user.switch(schedule.take(now))  # back here once the user waits on its request, or parks
+                if not idle and self.exhausted_since is None:
+                    self.exhausted_since = time.perf_counter()
             finally:
                 self.handing = False
         self._arm()
