@@ -12,14 +12,9 @@ from __future__ import annotations
 
 import csv
 import json
-import signal
-import subprocess
-import sys
 
 import pytest
-from helpers import wait_for
 from locust.stats import calculate_response_time_percentile
-from interrupt import sigint_restored
 
 from loadtest import commands
 from loadtest.capacity import calibration
@@ -169,36 +164,3 @@ def test_the_sweep_stops_when_the_generator_saturates(tmp_path, make_cpu_quotas)
     files = sweepreport.write(result, tmp_path / "report")
     assert "generator-bound: not the target's capacity" in files["markdown"].read_text()
     assert f"The generator saturated at step {len(result.records)}" in files["markdown"].read_text()
-
-
-def test_a_sweep_interrupted_after_two_steps_leaves_both_in_its_report(tmp_path):
-    """Ctrl-C (SIGINT to the CLI) during the third step: the report already holds the two measured steps, and it
-    says it is incomplete and why; the CLI exits 130 with the folder named, and a second sweep will not overwrite it."""
-    out = tmp_path / "report"
-    cmd = [sys.executable, "-m", "loadtest", "sweep", "--local", "--target", "backend", "--scenario", "keepalive_1kb",
-           "--steps", "4,8,16,32", "--warmup", f"{WARMUP_S}s", "--hold", f"{HOLD_S}s", "--wait", "0.01",
-           "--output", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                            preexec_fn=sigint_restored)
-    try:
-        def steps_written() -> int:
-            assert proc.poll() is None, proc.communicate(timeout=30)
-            return len(json.loads((out / "sweep.json").read_text())["steps"]) if (out / "sweep.json").exists() else 0
-
-        wait_for("two steps in sweep.json", steps_written, 180, until=lambda steps: steps >= 2)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, stdout + stderr
-    assert f"the steps measured so far are in {out}, marked incomplete" in stderr
-    data = json.loads((out / "sweep.json").read_text())
-    assert [s["step"] for s in data["steps"]] == [1, 2] and all(s["requests"] > 0 for s in data["steps"])
-    assert data["complete"] is False and data["incomplete"] == "interrupted during step 3 of 4"
-    assert "INCOMPLETE after 2 step(s): interrupted during step 3 of 4" in (out / "sizing.md").read_text()
-    with open(out / "steps.csv", newline="") as f:
-        assert len(list(csv.DictReader(f))) == 2
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert again.returncode == 2 and "holds an earlier sweep" in again.stderr
