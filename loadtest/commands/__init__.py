@@ -19,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="loadtest", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=version_text(),
+                        help="print the CLI's version, the chart's it ships with and Locust's, then exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
@@ -26,6 +28,28 @@ def build_parser() -> argparse.ArgumentParser:
         command.epilog = checks.exit_codes_text()
         command.formatter_class = argparse.RawDescriptionHelpFormatter  # the docstrings' and the table's lines
     return parser
+
+
+def version_text() -> str:
+    """`loadtest --version`: this CLI's, the chart's beside it (what `helm install` deploys from this checkout) and
+    the Locust its images run and this machine runs."""
+    from importlib import metadata
+
+    import yaml
+
+    from .. import paths
+
+    chart = yaml.safe_load((paths.CHART / "Chart.yaml").read_text())
+    try:
+        cli = metadata.version("loadtest")
+    except metadata.PackageNotFoundError:  # run from the checkout without `pip install` (PYTHONPATH)
+        cli = "(not installed)"
+    try:
+        here = metadata.version("locust")
+    except metadata.PackageNotFoundError:
+        here = "not installed"
+    return (f"loadtest {cli}, chart {chart['name']} {chart['version']} (its images run Locust "
+            f"{chart['appVersion']}; Locust here: {here}), from {paths.HOME}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,17 @@ def test_size_with_bad_cpu_quantity_exits_2(capsys):
     assert code == 2 and "CPU quantity 'lots'" in io.err
 
 
+def test_version_names_the_cli_the_chart_and_locust(capsys):
+    import yaml
+
+    from loadtest import paths
+
+    chart = yaml.safe_load((paths.CHART / "Chart.yaml").read_text())
+    code, io = cli(capsys, "--version")
+    assert code == 0 and io.out.startswith("loadtest ")
+    assert f"chart loadtest {chart['version']} (its images run Locust {chart['appVersion']}" in io.out
+
+
 def test_local_refuses_zero_workers(capsys):
     code, io = cli(capsys, "local", "--workers", "0")
     assert code == 2 and "argument --workers: 0: give at least 1" in io.err
