@@ -23,10 +23,14 @@ import psutil
 
 from .. import paths, units
 from ..errors import UsageError
+from ..capacity import calibration, machine
 from ..judging import checks, runresult, verdict
-from ..runtime import localrun
+from ..runtime import cpu, localrun
 from ..workload import arrival, scenarios, targets
 from . import owntest, types
+
+
+DEFAULT_TARGET = "backend"
 
 
 def print_result(r: localrun.Result, out=print) -> None:
@@ -34,7 +38,8 @@ def print_result(r: localrun.Result, out=print) -> None:
     out("")
     out(f"Result ({r.scenario} against {r.target}{'' if r.tls_mode == 'none' else ' TLS ' + r.tls_mode}, "
         f"{r.workers} worker(s), {r.users} users, {r.run_time_s} s)")
-    out(f"  requests         {r.requests:,} ({r.failures:,} failed, {r.failure_ratio:.2%})")
+    out(f"  requests         {r.requests:,} ({r.failures:,} failed, {r.failure_ratio:.2%})" if r.requests
+        else "  requests         none sent: no failure ratio")
     if r.arrival:
         a = r.arrival
         out(f"  RPS              {r.rps:,.0f} of {a.offered_rps:,g} offered ({r.rps / a.offered_rps:.1%}"
@@ -71,6 +76,7 @@ class LocalRun:
     test: localrun.OwnTest | None
     users: int
     run_time_s: int
+    target: str  # the local target (unused with --host)
     arrival_rate: float | None = None
 
 
@@ -86,6 +92,31 @@ def prepare(args) -> LocalRun:
         if args.wait:
             raise UsageError("--wait with --arrival-rate: the rate sets when each request goes; drop --wait")
     users = arrival.pool_size(args.arrival_rate, args.workers) if args.arrival_rate else args.users or 50 * args.workers
+    here = cpu.this_machine()
+    warnings = machine.check(here, args.workers, users,
+                             users_option="--arrival-rate's pool" if args.arrival_rate else "--users")
+    if args.host:
+        if args.target is not None or args.tls_mode is not None:
+            option = "--target" if args.target is not None else "--tls-mode"
+            raise UsageError(f"{option} with --host: --host replaces the local target, and its scheme says whether "
+                             "TLS is used (https://...); drop " + option)
+        scenario = None if args.locustfile else scenarios.get(args.scenario or scenarios.DEFAULT)
+        https = args.host.lower().startswith("https://")
+        if scenario is not None and scenario.tls == scenarios.TLS_REQUIRED and not https:
+            raise UsageError(f"--scenario {scenario.name} measures TLS and --host {args.host} is plain HTTP: give an "
+                             "https:// --host, or another --scenario")
+        if scenario is not None and scenario.tls == scenarios.TLS_FORBIDDEN and https:
+            raise UsageError(f"--scenario {scenario.name} is plain HTTP and --host {args.host} is HTTPS: give an "
+                             "http:// --host, or another --scenario")
+    if args.locustfile and args.scenario is not None:
+        raise UsageError(f"--scenario with -f: your test {args.locustfile} is what runs; drop --scenario")
+    if args.arrival_rate and not args.locustfile:
+        name = args.scenario or scenarios.DEFAULT
+        calibrated = calibration.load_calibration().rps_per_core.get(name)
+        warnings += machine.check_rate(here, args.arrival_rate, calibrated and calibrated * arrival.CLOSED_SHARE,
+                                       name)
+    for warning in warnings:
+        print(f"loadtest {args.command}: warning: {warning}", file=sys.stderr)
     if args.spawn_rate and users / args.spawn_rate >= run_time_s:
         raise UsageError(f"--spawn-rate {args.spawn_rate:g}: {users} users take {users / args.spawn_rate:.0f} s to "
                          f"start, the whole --run-time of {run_time_s} s, and only the time with every user running "
@@ -97,15 +128,18 @@ def prepare(args) -> LocalRun:
     if args.locustfile:
         test = localrun.own_test(args.locustfile, args.requirements)
         print(f"loadtest {args.command}: {test.locustfile} has User class(es) {', '.join(test.user_classes)}")
-    else:
-        scenario = scenarios.get(args.scenario)
-        targets.check_tls_mode(scenario, targets.get(args.target), args.tls_mode or scenario.default_tls_mode)
-    return LocalRun(test.name if test else args.scenario, test, users, run_time_s, args.arrival_rate)
+    target = args.target or DEFAULT_TARGET
+    if not test:
+        scenario = scenarios.get(args.scenario or scenarios.DEFAULT)
+        if not args.host:
+            targets.check_tls_mode(scenario, targets.get(target), args.tls_mode or scenario.default_tls_mode)
+    return LocalRun(test.name if test else args.scenario or scenarios.DEFAULT, test, users, run_time_s, target,
+                    args.arrival_rate)
 
 
 def start(args, plan: LocalRun, workdir: Path, abort_on: list[str] = ()) -> localrun.Result:
     return localrun.run(plan.name, plan.users, args.spawn_rate or plan.users, plan.run_time_s, args.workers,
-                        workdir, target=args.target, tls_mode=args.tls_mode, test=plan.test, host=args.host,
+                        workdir, target=plan.target, tls_mode=args.tls_mode, test=plan.test, host=args.host,
                         wait_s=args.wait, arrival_rate=plan.arrival_rate, abort_on=abort_on)
 
 
@@ -143,14 +177,17 @@ def run(args) -> int:
 
 def add_run_arguments(p) -> None:
     """What runs where: the options `local` and `run --local` share."""
-    p.add_argument("--scenario", default=scenarios.DEFAULT, choices=list(scenarios.SCENARIOS),
+    # No defaults in argparse for --scenario and --target: given beside -f or --host, which replace them, they are
+    # refused rather than ignored (prepare).
+    p.add_argument("--scenario", choices=list(scenarios.SCENARIOS),
                    help=f"what each request does (default {scenarios.DEFAULT})")
     owntest.add_arguments(p, "your own locustfile instead of --scenario")
     p.add_argument("--host", metavar="URL", type=types.url,
-                   help="load this URL instead of the local target (only hosts you are allowed to load)")
-    p.add_argument("--target", default="backend", choices=list(targets.TARGETS),
-                   help="what Locust loads: the payload backend itself (default), nginx (the NGINX Ingress "
-                        "Controller's config) or haproxy, both in front of the backend")
+                   help="load this URL instead of the local target (only hosts you are allowed to load; its scheme "
+                        "says whether TLS is used)")
+    p.add_argument("--target", choices=list(targets.TARGETS),
+                   help=f"what Locust loads: the payload backend itself (default, {DEFAULT_TARGET}), nginx (the NGINX "
+                        "Ingress Controller's config) or haproxy, both in front of the backend")
     p.add_argument("--tls-mode", choices=targets.TLS_MODES,
                    help="none: HTTP; edge: TLS terminated at the target; passthrough, reencrypt: haproxy only "
                         "(default: edge for the scenarios that need TLS, none otherwise)")

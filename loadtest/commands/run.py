@@ -73,7 +73,7 @@ def run(args) -> int:
     runresult.check_output(out, args.force)
     paths.check_output("--output", out)
     started = time.time()
-    conditions = {"scenario": plan.name, "target": args.host or args.target, "users": str(plan.users),
+    conditions = {"scenario": plan.name, "target": args.host or plan.target, "users": str(plan.users),
                   "run time": f"{plan.run_time_s} s"}
     try:
         result = local.start(args, plan, out, abort_on=[a.text for a in aborts])

@@ -29,10 +29,11 @@ from pathlib import Path
 from .. import paths, units
 from ..errors import RunFailed, UsageError
 from ..judging import sweepreport
-from ..runtime import sweep_cluster, sweep_local
+from ..capacity import machine
+from ..runtime import cpu, sweep_cluster, sweep_local
 from ..runtime.locustweb import CREDENTIALS_ENV
 from ..runtime.sweeper import Sweeper
-from ..workload import scenarios, targets
+from ..workload import arrival, scenarios, targets
 from ..workload.sweep import (ARRIVAL_RATE, KINDS, MIN_WARMUP_S, USERS_PER_WORKER, Spec, check_open_model,
                               measured_window, parse_steps)
 from . import types
@@ -61,6 +62,19 @@ def check_output(out: Path, force: bool) -> None:
         raise UsageError(f"--output {out} holds an earlier sweep: give another folder, or --force to replace it")
 
 
+def check_machine(spec: Spec, workers: int) -> None:
+    """The biggest step of a local sweep, held to what this machine holds (capacity.machine)."""
+    most = max(spec.loads)
+    if spec.kind == "workers":
+        sizes = {"workers": most, "users": spec.users_per_worker * most, "as": ("--steps", "--steps x --users-per-worker")}
+    elif spec.open_model:
+        sizes = {"workers": workers, "users": arrival.pool_size(most, workers), "as": ("--workers", "--steps' pool")}
+    else:
+        sizes = {"workers": workers, "users": most, "as": ("--workers", "--steps")}
+    for warning in machine.check(cpu.this_machine(), sizes["workers"], sizes["users"], *sizes["as"]):
+        print(f"loadtest sweep: warning: {warning}", file=sys.stderr)
+
+
 def run(args) -> int:
     check_output(Path(args.output), args.force)
     paths.check_output("--output", Path(args.output))
@@ -71,9 +85,17 @@ def run(args) -> int:
                 p99_bound_ms=args.max_p99)
     if args.local == bool(args.release):
         raise UsageError("say where to sweep: --local (this machine) or --release NAME (an installed release)")
+    given = [option for option, dest in (RELEASE_ONLY if args.local else LOCAL_ONLY).items()
+             if getattr(args, dest) != args.defaults[dest]]
+    if given:
+        raise UsageError(f"{', '.join(given)} with {'--local' if args.local else '--release'}: "
+                         + ("the local stack runs its own Prometheus and Locust, and no release; drop them"
+                            if args.local else "what runs is the release's (its values); these options are for "
+                            "--local. Change the release with helm upgrade --reuse-values --set ..."))
     if spec.open_model:
         check_open_model(users_per_worker=args.users_per_worker, wait_s=args.wait, release=args.release)
     if args.local:
+        check_machine(spec, args.workers)
         # Checked before the stack starts; a release's scrape interval is read from its Prometheus first thing.
         measured_window(spec.hold_s, sweep_local.SCRAPE_S)
         driver = sweep_local.LocalDriver(
@@ -146,4 +168,12 @@ def register(sub) -> None:
                      help="chart value for the local target, as helm --set, e.g. haproxy.sessionRateLimit=2000")
     p.add_argument("--output", default="sweep-report", help="folder for the report (default ./sweep-report)")
     p.add_argument("--force", action="store_true", help="replace the report of an earlier sweep in --output")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, defaults={dest: p.get_default(dest) for dest in (*RELEASE_ONLY.values(),
+                                                                               *LOCAL_ONLY.values())})
+
+
+# The options of one place to sweep that the other has no use for: given there, they are refused, not ignored.
+RELEASE_ONLY = {"--prometheus": "prometheus", "--locust": "locust", "--locust-auth-file": "locust_auth_file",
+                "--chart": "chart", "--kubeconfig": "kubeconfig", "--namespace": "namespace"}
+LOCAL_ONLY = {"--scenario": "scenario", "--target": "target", "--tls-mode": "tls_mode", "--workers": "workers",
+              "--wait": "wait", "--set": "set"}

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 
 from .. import paths
+from ..capacity.machine import Machine
 from ..errors import RunFailed
 
 _metrics = paths.pod_module("loadtest_metrics")  # the plugin's cgroup reader: where the cpu controller is mounted
@@ -58,6 +59,11 @@ class CpuMeter:
     @property
     def mean(self) -> float | None:
         return sum(self.samples) / len(self.samples) if self.samples else None
+
+
+def this_machine() -> Machine:
+    """This machine's cores and memory, what a local run may ask of it (capacity.machine)."""
+    return Machine(os.cpu_count() or 1, psutil.virtual_memory().total // 2 ** 20)
 
 
 def cpu_model() -> str:

@@ -93,3 +93,38 @@ def test_size_warns_about_thin_workers_with_the_fields_numbers(capsys):
     assert "WARNING: workers at 500m CPU" in out and "5 workers at 100m gave ~230 RPS" in out
     assert commands.main(["size", "--node-type", "m5.large", "--nodes", "2"]) == 0
     assert "WARNING" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("local", "--users", "100000000"), "--users 100,000,000: at least 17 KiB a Locust user needs"),
+    (("run", "--local", "--workers", "100000"), "--workers 100,000: this machine has"),
+    (("local", "--arrival-rate", "400000000"), "--arrival-rate's pool 200,000,000"),
+    (("sweep", "--local", "--steps", "10,200000000"), "--steps 200,000,000: at least 17 KiB"),
+    (("sweep", "--local", "--sweep", "workers", "--steps", "1,100000"), "--steps 100,000: this machine has"),
+    (("local", "--host", "http://127.0.0.1:9", "--target", "nginx"), "--target with --host"),
+    (("run", "--local", "--host", "http://127.0.0.1:9", "--tls-mode", "edge"), "--tls-mode with --host"),
+    (("local", "--host", "http://127.0.0.1:9", "--scenario", "tls_handshake"), "is plain HTTP: give an https://"),
+    (("local", "-f", "mine.py", "--scenario", "http_close"), "--scenario with -f: your test mine.py is what runs"),
+    (("sweep", "--local", "--steps", "1,2", "--prometheus", "http://127.0.0.1:9090"), "--prometheus with --local"),
+    (("sweep", "--release", "lt", "--steps", "1,2", "--workers", "3", "--set", "a=b"),
+     "--workers, --set with --release"),
+])
+def test_a_size_no_machine_holds_or_options_that_contradict_are_refused_naming_them(capsys, argv, says):
+    """Issue #56: each was accepted without a word (one of two contradicting options silently ignored, or a size
+    that would swap the machine for an hour): now exit 2 naming the option and the fix, before anything starts."""
+    code, io = cli(capsys, *argv)
+    assert code == 2 and says in io.err, io.err
+    assert "Traceback" not in io.err
+
+
+def test_a_size_the_machine_holds_but_measures_the_generator_is_a_warning():
+    from loadtest.capacity import machine
+
+    two_cores = machine.Machine(2, 8192)
+    assert machine.check(two_cores, 2, 100) == []
+    [warning] = machine.check(two_cores, 3, 100)
+    assert "more workers than this machine's 2 core(s)" in warning
+    assert machine.check_rate(two_cores, 20_000, 8_000.0, "keepalive_1kb") == []
+    [warning] = machine.check_rate(two_cores, 40_000, 8_000.0, "keepalive_1kb")
+    assert "2 core(s) send about 16,000 requests/s" in warning
+    assert machine.check_rate(two_cores, 1e9, None, "mine") == []  # a test of the user's has no calibrated figure
