@@ -315,23 +315,23 @@ def registry_template() -> str:
         "plugin/loadtest_checks.py: edit those. */}}"
         "\n\n"
         "{{/* Scenarios that need an https:// target, as a JSON list. */}}\n"
-        f'{{{{- define "common.tlsScenarios" -}}}}\n{json.dumps(scenarios.tls_scenarios())}\n{{{{- end -}}}}\n\n'
+        f'{{{{- define "common.registry.tlsScenarios" -}}}}\n{json.dumps(scenarios.tls_scenarios())}\n{{{{- end -}}}}\n\n'
         "{{/* Each in-chart target's component, as a JSON object: its Service is <release>-<component>. */}}\n"
-        f'{{{{- define "common.targetComponents" -}}}}\n{json.dumps(components)}\n{{{{- end -}}}}\n\n'
+        f'{{{{- define "common.registry.targetComponents" -}}}}\n{json.dumps(components)}\n{{{{- end -}}}}\n\n'
         "{{/* Scenarios that need an http:// target (a new plain connection per request), as a JSON list. */}}\n"
-        f'{{{{- define "common.plainScenarios" -}}}}\n{json.dumps(plain)}\n{{{{- end -}}}}\n\n'
+        f'{{{{- define "common.registry.plainScenarios" -}}}}\n{json.dumps(plain)}\n{{{{- end -}}}}\n\n'
         "{{/* The CPUs of a node of each instance type of the catalog, as a JSON object. */}}\n"
-        f'{{{{- define "common.nodeCPUs" -}}}}\n{json.dumps(cpus)}\n{{{{- end -}}}}\n\n'
+        f'{{{{- define "common.registry.nodeCPUs" -}}}}\n{json.dumps(cpus)}\n{{{{- end -}}}}\n\n'
         "{{/* The files the backend serves at /<name>, with their sizes in bytes: every scenario's payload. */}}\n"
-        f'{{{{- define "common.payloads" -}}}}\n{json.dumps(scenarios.payloads())}\n{{{{- end -}}}}\n\n'
+        f'{{{{- define "common.registry.payloads" -}}}}\n{json.dumps(scenarios.payloads())}\n{{{{- end -}}}}\n\n'
         "{{/* A requirement of locust.packages.requirements, continuations joined and comment dropped: pinned with "
         "its hash. */}}\n"
-        f'{{{{- define "common.pinnedRequirement" -}}}}\n{usertest.PINNED_REQUIREMENT}\n{{{{- end -}}}}\n\n'
+        f'{{{{- define "common.registry.pinnedRequirement" -}}}}\n{usertest.PINNED_REQUIREMENT}\n{{{{- end -}}}}\n\n'
         "{{/* A check of locust.checks (plugin/loadtest_checks.py's language). */}}\n"
-        f'{{{{- define "common.checkPattern" -}}}}\n{checks.PATTERN}\n{{{{- end -}}}}\n\n'
+        f'{{{{- define "common.registry.checkPattern" -}}}}\n{checks.PATTERN}\n{{{{- end -}}}}\n\n'
         "{{/* The open model's pool holds its rate while answers take up to this many seconds "
         "(loadtest/workload/arrival.py). */}}\n"
-        f'{{{{- define "common.arrivalPoolSeconds" -}}}}\n{arrival.POOL_S:g}\n{{{{- end -}}}}\n'
+        f'{{{{- define "common.registry.arrivalPoolSeconds" -}}}}\n{arrival.POOL_S:g}\n{{{{- end -}}}}\n'
     )
 
 

@@ -18,7 +18,7 @@ from ..judging.checks import language
 
 # The pool holds the rate while answers take up to this long (Little's law: users = rate x time in the system).
 # Slower answers leave slots waiting for a free user: late starts of cause "users", latency still measured from the
-# slot. The chart sizes its pool with the same number (locust/templates/_helpers.tpl).
+# slot. The chart sizes its pool with the same number (common/templates/_locust.tpl, common.locust.arrivalPool).
 POOL_S = 0.5
 # Below the knee the achieved rate is within this share of the offered one: the judged run's figure
 # (loadtest_checks), so a sweep's knee and a run's verdict hold a rate to the same share.

@@ -107,3 +107,18 @@ def test_every_scenario_has_a_locustfile():
     scenarios = json.loads((LOCUST_CHART / "values.schema.json").read_text())["$defs"]["scenario"]["enum"]
     for scenario in scenarios:
         assert (LOCUST_CHART / "locustfiles" / f"{scenario}.py").is_file(), scenario
+
+
+DEFINE = re.compile(r'\{\{-?\s*define\s+"([^"]+)"')
+
+
+@pytest.mark.parametrize("chart", sorted(p.parent for p in CHART.rglob("Chart.yaml")), ids=lambda p: p.name)
+def test_each_named_template_sits_in_its_concerns_helper_file_named_after_it(chart):
+    """Bitnami's layout: a chart's named templates live in templates/_<concern>.tpl, each named
+    <chart>.<concern>.<what>, so a reader finds a define from its name; none is defined inside a manifest."""
+    templates = chart / "templates"
+    misplaced = [f"{path.relative_to(CHART)}: {name}" for path in sorted(templates.rglob("*")) if path.is_file()
+                 for name in DEFINE.findall(path.read_text())
+                 if not (path.name.startswith("_") and path.suffix == ".tpl"
+                         and name.startswith(f"{chart.name}.{path.stem[1:]}."))]
+    assert not misplaced, misplaced

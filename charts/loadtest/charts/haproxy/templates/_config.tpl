@@ -1,7 +1,7 @@
 {{/*
 maxconn: the value, or twice the planned client connections; less fails the rendering.
 */}}
-{{- define "haproxy.maxconn" -}}
+{{- define "haproxy.config.maxconn" -}}
 {{- $least := mul 2 (.Values.clientConnections | int64) -}}
 {{- $maxconn := .Values.maxconn | int64 | default $least -}}
 {{- if lt $maxconn $least -}}
@@ -13,7 +13,7 @@ maxconn: the value, or twice the planned client connections; less fails the rend
 {{/*
 The `rate-limit sessions` line of a client frontend (with its leading newline), when sessionRateLimit is set.
 */}}
-{{- define "haproxy.sessionRateLimit" -}}
+{{- define "haproxy.config.sessionRateLimit" -}}
 {{- with .Values.sessionRateLimit | int64 }}
         rate-limit sessions {{ . }}
 {{- end -}}
@@ -23,7 +23,7 @@ The `rate-limit sessions` line of a client frontend (with its leading newline), 
 cpuSet as cpu-map takes it, checked: each range from low to high, no CPU twice, one CPU per thread (threads of them),
 and on a nodeType only CPUs its nodes have. Empty: no pinning.
 */}}
-{{- define "haproxy.cpuSet" -}}
+{{- define "haproxy.config.cpuSet" -}}
 {{- $set := .Values.cpuSet | toString -}}
 {{- $threads := .Values.threads | int -}}
 {{- $cpus := list -}}
@@ -47,7 +47,7 @@ and on a nodeType only CPUs its nodes have. Empty: no pinning.
 {{- fail (printf "haproxy.cpuSet %q lists %d CPU(s) for haproxy.threads %d: cpu-map pins each thread to one CPU; list %d, or set haproxy.threads=%d" $set (len $cpus) $threads $threads (len $cpus)) -}}
 {{- end -}}
 {{- with .Values.nodeType -}}
-{{- $has := get (include "common.nodeCPUs" $ | fromJson) . | int -}}
+{{- $has := get (include "common.registry.nodeCPUs" $ | fromJson) . | int -}}
 {{- range $cpu := $cpus -}}
 {{- if ge $cpu $has -}}
 {{- fail (printf "haproxy.cpuSet %q names CPU %d, and a %s node has %d (0 to %d); list CPUs it has" $set $cpu $.Values.nodeType $has (sub $has 1)) -}}
