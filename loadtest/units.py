@@ -10,8 +10,11 @@ _units = paths.pod_module("loadtest_units")  # the one parser of durations, the 
 DURATION_FORMS = _units.DURATION_FORMS
 
 _CPU = re.compile(r"^(?:(\d+)m|(\d+(?:\.\d+)?))$")
-_MEM = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "M": 1e6 / 2**20, "G": 1e9 / 2**20}
-_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|M|G)$")
+# Kubernetes' memory quantities: bytes, a binary or decimal suffix, or an exponent (1e9), as the API server writes a
+# node's capacity and a pod's requests.
+_BYTES = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+          "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)(?:[eE](\d+))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 
 
 def parse_cpu_m(text: str | int | float, at_least: int = 0) -> int:
@@ -25,12 +28,14 @@ def parse_cpu_m(text: str | int | float, at_least: int = 0) -> int:
     return millicores
 
 
-def parse_memory_mi(text: str, at_least: int = 0) -> int:
-    """'512Mi', '1Gi', '1G' -> MiB (rounded down); below `at_least` MiB is refused (a container's memory: 1)."""
+def parse_memory_mi(text: str | int, at_least: int = 0) -> int:
+    """'512Mi', '1Gi', '1G', '536870912' (bytes), '1e9' -> MiB (rounded down): the one parser of memory quantities,
+    the CLI's options and the cluster's objects alike; below `at_least` MiB is refused (a container's memory: 1)."""
     m = _MEMORY.match(str(text).strip())
     if not m:
         raise UsageError(f"memory quantity {text!r} is not like '512Mi' or '1Gi'")
-    mib = int(float(m.group(1)) * _MEM[m.group(2)])
+    number, exponent, suffix = m.groups()
+    mib = int(float(number) * 10 ** int(exponent or 0) * _BYTES[suffix or ""] // 2**20)
     if mib < at_least:
         raise UsageError(f"memory quantity {text!r}: give at least {memory(at_least)}, e.g. 512Mi")
     return mib

@@ -19,18 +19,12 @@ ROLLOUT_TIMEOUT = "10m"
 WORKERS_TIMEOUT_S = 180
 
 
-def quantity_mi(text: str) -> int:
-    """A Kubernetes memory quantity (bytes, 1Ki, 512Mi, 1Gi, ...) in MiB."""
-    text = str(text)
-    return int(text) // 2**20 if text.isdigit() else units.parse_memory_mi(text)
-
-
 def pod_request(pod: dict, name: str | None = None) -> sizing.PodRequest:
     """A pod's requests as the scheduler counts them: its containers' sum, or its largest init container's."""
     def sums(containers: list[dict]) -> tuple[int, int]:
         requests = [c.get("resources", {}).get("requests", {}) for c in containers]
         return (sum(units.parse_cpu_m(r.get("cpu", 0)) for r in requests),
-                sum(quantity_mi(r.get("memory", 0)) for r in requests))
+                sum(units.parse_memory_mi(r.get("memory", 0)) for r in requests))
 
     spec = pod["spec"]
     cpu, memory = sums(spec["containers"])
@@ -98,9 +92,9 @@ def node_group(release: Release, worker: dict) -> tuning.NodeGroup:
     node_type = types.pop() if len(types) == 1 else None
     shape = sizing.NodeShape(
         name=node_type or smallest["metadata"]["name"], cpu_m=units.parse_cpu_m(status["capacity"]["cpu"]),
-        memory_mi=quantity_mi(status["capacity"]["memory"]),
+        memory_mi=units.parse_memory_mi(status["capacity"]["memory"]),
         allocatable_cpu_m=units.parse_cpu_m(status["allocatable"]["cpu"]),
-        allocatable_memory_mi=quantity_mi(status["allocatable"]["memory"]),
+        allocatable_memory_mi=units.parse_memory_mi(status["allocatable"]["memory"]),
         max_pods=int(status["allocatable"].get("pods", 110)))
     free_now = tuple(units.parse_cpu_m(n["status"]["allocatable"]["cpu"]) - used[n["metadata"]["name"]]
                      for n in nodes)
@@ -140,7 +134,7 @@ def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
     return tuning.Snapshot(
         release=release.name, mode=locust.get("mode", "interactive"),
         worker_cpu_m=units.parse_cpu_m(locust.get("worker", {}).get("cpu", "1000m")),
-        worker_memory_mi=quantity_mi(locust.get("worker", {}).get("memory", "512Mi")),
+        worker_memory_mi=units.parse_memory_mi(locust.get("worker", {}).get("memory", "512Mi")),
         replicas=int(worker["spec"]["replicas"]), pending=pending_workers(release), users=users, rps=rps,
         fail_ratio=fail_ratio, p95_ms=p95, window=window, group=node_group(release, worker),
         no_window=no_window, arrival_rate=float(locust.get("load", {}).get("arrivalRate") or 0) or None,

@@ -41,3 +41,18 @@ def test_every_reader_takes_the_same_forms():
     assert checks.parse(["fail_ratio<5%"])[0].limit == pytest.approx(0.05)
     with pytest.raises(UsageError, match="--hold: '1500ms' is not like .* in whole seconds"):
         units.parse_duration_s("1500ms", "--hold")
+
+
+@pytest.mark.parametrize("text, mib", [("512Mi", 512), ("1Gi", 1024), ("1G", 953), ("536870912", 512), (536870912, 512),
+                                       ("1e9", 953), ("2048Ki", 2), ("16266452Ki", 15885), ("0.5Gi", 512),
+                                       ("1Ti", 1024 ** 2), ("1500M", 1430)])
+def test_memory_in_every_form_kubernetes_writes_one_parser(text, mib):
+    """The CLI's --worker-memory, a node's capacity and a pod's requests as the API server writes them (bytes and
+    exponents included): one parser, where tune once had its own for bytes."""
+    assert units.parse_memory_mi(text) == mib
+
+
+@pytest.mark.parametrize("text", ["lots", "512MB", "1.5.2Gi", "-1Gi", "Gi", ""])
+def test_what_is_no_memory_quantity_is_refused_with_the_forms(text):
+    with pytest.raises(UsageError, match="is not like '512Mi' or '1Gi'"):
+        units.parse_memory_mi(text)
