@@ -24,7 +24,7 @@ from ..workload import arrival, scenarios, targets, usertest
 from . import packages, tools
 from .cpu import CpuMeter, cpu_model
 from .locust import MASTER, RESET_STATS_ENV, Locust, user_classes
-from .locustweb import LocustWeb, LocustWebError
+from .locustweb import LocustWeb, LocustWebError, live_figures
 from .processes import STARTUP_TIMEOUT_S
 from .stack import Stack
 
@@ -237,10 +237,7 @@ def _locustfiles(scenario: str, test: OwnTest | None, target: str, tls_mode: str
 
 def _live_line(seconds: float, phase: str, users: int, rps: float | None, status: dict, worker_cpu: list[float],
                target: str, target_cpu: float | None) -> str:
-    p95 = (status.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
-    return (f"  [{seconds:4.0f} s] {phase:<7}  users {users:>5}  "
-            f"RPS {'-' if rps is None else f'{rps:,.0f}':>9}  failures {status.get('fail_ratio', 0):>6.2%}  "
-            f"p95 {p95 or 0:>5.0f} ms  worker CPU {' '.join(f'{c:.0%}' for c in worker_cpu)}"
+    return (f"  [{seconds:4.0f} s] {phase:<7}  {live_figures(status, rps, worker_cpu, users)}"
             + (f"  {target} CPU {target_cpu:.0%}" if target_cpu is not None else ""))
 
 

@@ -110,3 +110,14 @@ class LocustWeb:
             time.sleep(0.5)
         raise LocustWebError(f"Locust did not reach {users} running users within {timeout_s:.0f} s "
                              f"(state {status.get('state')}, {status.get('user_count')} users)")
+
+
+def live_figures(status: dict, rps: float | None, worker_cpu: list[float], users: int | None = None) -> str:
+    """The figures of a run's live progress line, one format wherever a run prints one (the local run, a release's
+    run, a sweep's step): the users (Locust's count unless given), the RPS of the last second (None before the
+    workers' first report: Locust's own current_rps reads 0 then), failures, p95 and each worker's CPU as a share of
+    its core."""
+    p95 = (status.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
+    return (f"users {status.get('user_count', 0) if users is None else users:>5}  "
+            f"RPS {'-' if rps is None else f'{rps:,.0f}':>9}  failures {status.get('fail_ratio', 0):>6.2%}  "
+            f"p95 {p95 or 0:>5.0f} ms  worker CPU {' '.join(f'{c:.0%}' for c in worker_cpu) or '-'}")

@@ -32,7 +32,7 @@ from ..judging import checks, sweepreport, verdict
 from ..judging.knee import Step, knee_reason
 from ..judging.locuststats import PerSecond
 from ..workload.sweep import KINDS, Spec, measured_window, measuring_s, window_end, window_range
-from .locustweb import LocustWeb, LocustWebError
+from .locustweb import LocustWeb, LocustWebError, live_figures
 from .prom import Prometheus
 
 PROGRESS_EVERY_S = 5
@@ -332,15 +332,11 @@ class Sweeper:
 
 
 def live_line(locust: LocustWeb, rates: PerSecond) -> str:
-    """Locust's live figures, the RPS from the per-second counts (`rates`, kept across calls): from the workers'
-    first report on, where Locust's own current_rps says 0 for its first seconds."""
+    """Locust's live figures (locustweb.live_figures), the RPS from the per-second counts (`rates`, kept across calls)
+    and each worker's CPU from its last report."""
     try:
         s = locust.status()
         rates.count(locust.stats_entries())
     except LocustWebError as e:
         return f"(no live figures: {e})"
-    p95 = (s.get("current_response_time_percentiles") or {}).get("response_time_percentile_0.95")
-    cpus = ", ".join(f"{w.get('cpu_usage', 0):.0f}%" for w in s.get("workers", []))
-    rps = rates.live_rps()
-    return (f"users {s.get('user_count', 0):>5}  RPS {'-' if rps is None else f'{rps:,.0f}':>9}  "
-            f"failures {s.get('fail_ratio', 0):>6.2%}  p95 {p95 or 0:>5.0f} ms  worker CPU {cpus or '-'}")
+    return live_figures(s, rates.live_rps(), [w.get("cpu_usage", 0) / 100 for w in s.get("workers", [])])

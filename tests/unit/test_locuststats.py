@@ -47,3 +47,32 @@ def test_a_second_keeps_its_count_when_locust_resets_its_statistics():
     rates.count(counted({100: 900, 101: 1000}))
     rates.count(counted({101: 20, 102: 950}))  # the reset once every user ran: 101's count starts again
     assert rates.counts[101] == (1000, 0)
+
+
+def test_every_runs_progress_line_has_one_format():
+    """The local run's line and a release's or a sweep's (issue #56: written twice, the workers' CPU in two forms)."""
+    from loadtest.runtime import locustweb, sweeper
+
+    status = {"user_count": 40, "fail_ratio": 0.0125, "current_response_time_percentiles":
+              {"response_time_percentile_0.95": 12.0}, "workers": [{"cpu_usage": 97.0}, {"cpu_usage": 41.0}]}
+
+    class Web:
+        def status(self):
+            return status
+
+        def stats_entries(self):
+            return []
+
+    line = "users    40  RPS     1,234  failures  1.25%  p95    12 ms  worker CPU 97% 41%"
+    assert locustweb.live_figures(status, 1234.0, [0.97, 0.41]) == line
+
+    class Rates:
+        def count(self, entries):
+            pass
+
+        def live_rps(self):
+            return 1234.0
+
+    assert sweeper.live_line(Web(), Rates()) == line
+    assert locustweb.live_figures({}, None, []) == \
+        "users     0  RPS         -  failures  0.00%  p95     0 ms  worker CPU -"
