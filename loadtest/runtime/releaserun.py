@@ -58,6 +58,10 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
                          f"`helm upgrade {release.name} charts/loadtest --reuse-values --set "
                          "locust.mode=interactive` lets `loadtest run --release` drive it")
     workers = int(locust.get("worker", {}).get("replicas", 1))
+    if workers < 1:
+        raise UsageError(f"release {release.name} has locust.worker.replicas 0: no worker would send the load; "
+                         f"`helm upgrade {release.name} charts/loadtest --reuse-values --set "
+                         "locust.worker.replicas=N` (`loadtest size` says how many the nodes hold)")
     users = users or 50 * workers
     monitored = bool(values.get("monitoring", {}).get("enabled"))
     result = Result({

@@ -41,6 +41,10 @@ class ClusterDriver:
                                  "locust.target nginx or haproxy")
             if self.target == "haproxy" and self.values["haproxy"].get("cpuSet"):
                 raise SweepError("haproxy.cpuSet pins a fixed set of CPUs: clear it for a target-cpus sweep")
+        if self.workers < 1 and spec.kind != "workers":
+            raise SweepError(f"release {release} has locust.worker.replicas 0: no worker would send the steps' load; "
+                             f"`helm upgrade {release} charts/loadtest --reuse-values --set locust.worker.replicas=N` "
+                             "(`loadtest size` says how many the nodes hold)")
         if locust.get("mode") == "run":
             raise SweepError(f"release {release} runs locust.mode run: one judged run that ends by itself; install "
                              "it with locust.mode=interactive for a sweep")

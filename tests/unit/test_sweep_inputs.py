@@ -146,3 +146,34 @@ def test_calibration_from_something_else_exits_2(tmp_path, capsys):
         commands.main(["calibrate", "--from-sweep", str(tmp_path), "--output", str(tmp_path / "c.json")])
     assert exc.value.code == 2 and "not a sweep report" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()
+
+
+class NoWorkers:
+    """An installed release as helm reads it back, its workers scaled to 0."""
+
+    name, namespace = "lt", "lt"
+
+    def __init__(self, *args):
+        pass
+
+    def values(self):
+        return {"locust": {"mode": "interactive", "target": "haproxy", "worker": {"replicas": 0, "cpu": "1000m"}},
+                "haproxy": {}, "monitoring": {"enabled": True}}
+
+
+def test_a_release_without_a_worker_is_refused_naming_the_value_before_any_load(monkeypatch, tmp_path):
+    """Issue #56: a judged run or a sweep of a release with locust.worker.replicas 0 waited for workers that never
+    come; now both refuse it as bad input, naming the value and the upgrade that sets it."""
+    import pytest
+
+    from loadtest.errors import UsageError
+    from loadtest.runtime import releaserun, sweep_cluster
+    from loadtest.workload import sweep
+
+    with pytest.raises(UsageError, match="locust.worker.replicas 0: no worker would send the load"):
+        releaserun.run(NoWorkers(), 10, 10, 60, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    monkeypatch.setattr(sweep_cluster, "Release", NoWorkers)
+    spec = sweep.Spec("users", [10, 20], warmup_s=sweep.MIN_WARMUP_S, hold_s=30, users_per_worker=10, spawn_rate=0)
+    with pytest.raises(UsageError, match="--set locust.worker.replicas=N"):
+        sweep_cluster.ClusterDriver("lt", "lt", tmp_path, None, None, spec=spec)
