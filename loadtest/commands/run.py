@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import paths, units
@@ -69,16 +71,61 @@ def run(args) -> int:
                              f"{args.arrival_rate:g}, then loadtest run --release without --arrival-rate")
         return run_release(args, judged)
     plan = local.prepare(args)
-    out = Path(args.output) if args.output else runresult.new_folder(RUNS, plan.name)
-    runresult.check_output(out, args.force)
-    paths.check_output("--output", out)
-    started = time.time()
     conditions = {"scenario": plan.name, "target": args.host or plan.target, "users": str(plan.users),
                   "run time": f"{plan.run_time_s} s"}
-    try:
+
+    def run_local(out: Path) -> Ran:
         result = local.start(args, plan, out, abort_on=[a.text for a in aborts])
+        stopped = (result.faults or {}).get("stopped_early")
+        return Ran(
+            runresult.RunReport(
+                localrun.conditions(result, args.spawn_rate or plan.users, args.wait, args.host), 0, 0,
+                verdict=result.verdict,
+                cpu={"worker_cpu": result.worker_cpu, "target_cpu_cores": result.target_cpu,
+                     "target_cpus": result.target_cpus, "host_cpu": result.host_cpu,
+                     "generator_saturated_share": result.steady.generator_share,
+                     "target_saturated_share": result.steady.target_share},
+                window=result.window.to_json(), judged=result.window.describe(),
+                incomplete=None if result.window.samples or stopped else result.window.describe(),
+                faults=result.faults),
+            offered_rps=result.arrival.offered_rps if result.arrival else None,
+            # A run its --abort-on condition stopped failed that condition, whatever its checks say of the time
+            # before.
+            stops=[checks.abort_outcome(checks.parse([stopped["check"]])[0], stopped["measured"])] if stopped else [],
+            show=lambda report: local.print_result(result),
+            invalid=("workers were lost while every user ran (see the verdict and faults in result.json); run again"
+                     if result.steady.losses else "the generator was the limit; add workers or cores and run again"))
+
+    return judged_run(Path(args.output) if args.output else runresult.new_folder(RUNS, plan.name), args.force,
+                      conditions, judged, run_local)
+
+
+@dataclass
+class Ran:
+    """What one path's run gives judged_run: its report's own fields (figures and outcomes are judged_run's), the rate
+    it is held to (the open model's), outcomes beside the checks', how it prints itself, and why a generator-bound
+    run is invalid."""
+
+    report: runresult.RunReport
+    offered_rps: float | None = None
+    stops: list = field(default_factory=list)
+    show: Callable[[runresult.RunReport], None] = lambda report: None
+    invalid: str = "the generator was the limit; add workers or cores and run again"
+
+
+def judged_run(out: Path, force: bool, conditions: dict[str, str], judged: list[checks.Check],
+               start: Callable[[Path], Ran]) -> int:
+    """One judged run, whatever runs it (this machine's stack or a release): its folder checked, the run, its
+    checks judged on Locust's statistics, the baseline, the files and the exit code. A run cut short keeps what it
+    measured, with the checks judged on it, marked incomplete."""
+    runresult.check_output(out, force)
+    paths.check_output("--output", out)
+    started = time.time()
+    try:
+        ran = start(out)
     except (KeyboardInterrupt, RunFailed) as e:
-        # Whatever Locust wrote before it was stopped stays, with the checks judged on it, marked incomplete.
+        if not out.exists():  # refused before it started: nothing to keep
+            raise
         why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e).splitlines()[0]
         figures = locuststats.figures(out / "stats.json")
         runresult.write(runresult.RunReport(conditions, started, time.time(), figures,
@@ -88,28 +135,15 @@ def run(args) -> int:
         raise
     figures = locuststats.figures(out / "stats.json")
     # The open model's run is held to its offered rate too: one that sent less never passes.
-    held_to = judged + ([checks.rate_check(result.arrival.offered_rps)] if result.arrival else [])
-    stopped = (result.faults or {}).get("stopped_early")
-    # A run its --abort-on condition stopped failed that condition, whatever its checks say of the time before.
-    stop = [checks.abort_outcome(checks.parse([stopped["check"]])[0], stopped["measured"])] if stopped else []
-    report = runresult.RunReport(
-        localrun.conditions(result, args.spawn_rate or plan.users, args.wait, args.host), started, time.time(),
-        figures, checks.judge(held_to, figures) + stop, verdict=result.verdict,
-        cpu={"worker_cpu": result.worker_cpu, "target_cpu_cores": result.target_cpu,
-             "target_cpus": result.target_cpus, "host_cpu": result.host_cpu,
-             "generator_saturated_share": result.steady.generator_share,
-             "target_saturated_share": result.steady.target_share},
-        window=result.window.to_json(), judged=result.window.describe(),
-        incomplete=None if result.window.samples or stopped else result.window.describe(), faults=result.faults)
-    local.print_result(result)
+    held_to = judged + ([checks.rate_check(ran.offered_rps)] if ran.offered_rps else [])
+    report = replace(ran.report, started=started, ended=time.time(), figures=figures,
+                     outcomes=checks.judge(held_to, figures) + ran.stops)
+    ran.show(report)
     hold_to_baseline(report, out)
     files = runresult.write(report, out)
     print_outcomes(report, files)
     if report.generator_bound:
-        print("loadtest run: invalid measurement: " + (
-            "workers were lost while every user ran (see the verdict and faults in result.json); run again"
-            if result.steady.losses else "the generator was the limit; add workers or cores and run again"),
-            file=sys.stderr)
+        print(f"loadtest run: invalid measurement: {ran.invalid}", file=sys.stderr)
     return report.exit_code
 
 
@@ -121,39 +155,25 @@ def run_release(args, judged: list[checks.Check]) -> int:
     run_time_s = units.parse_duration_s(args.run_time)
     if run_time_s > 24 * 3600:
         raise UsageError(f"--run-time {args.run_time}: at most 24 h")
-    out = Path(args.output) if args.output else runresult.new_folder(RUNS, args.release)
-    runresult.check_output(out, args.force)
-    paths.check_output("--output", out)
     target = release.Release(args.release, args.namespace, Path(args.kubeconfig) if args.kubeconfig else None)
-    started = time.time()
-    result = releaserun.Result({"release": f"{args.release} (namespace {args.namespace})"})
-    try:
+
+    def run_on_release(out: Path) -> Ran:
         result = releaserun.run(target, args.users, args.spawn_rate, run_time_s, out)
-    except (KeyboardInterrupt, RunFailed) as e:
-        if not out.exists():  # nothing started: nothing to keep
-            raise
-        why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e).splitlines()[0]
-        figures = locuststats.figures(out / "stats.json")
-        runresult.write(runresult.RunReport(result.conditions, started, time.time(), figures,
-                                            checks.judge(judged, figures), incomplete=why), out)
-        print(f"loadtest run: ended early ({why}); what was collected is in {out}, marked incomplete",
-              file=sys.stderr)
-        raise
-    figures = locuststats.figures(out / "stats.json")
-    held_to = judged + ([checks.rate_check(result.offered_rps)] if result.offered_rps else [])
-    report = runresult.RunReport(result.conditions, started, time.time(), figures, checks.judge(held_to, figures),
-                                 verdict=result.verdict, cpu=result.cpu, window=result.window, judged=result.judged)
-    for note in result.notes:
-        print(f"  note             {note}")
-    if report.verdict:
-        print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
-    hold_to_baseline(report, out)
-    files = runresult.write(report, out)
-    print_outcomes(report, files)
-    if report.generator_bound:
-        print("loadtest run: invalid measurement: the generator was the limit; add workers or give each a whole "
-              "core (helm upgrade --reuse-values --set locust.worker.cpu=1000m) and run again", file=sys.stderr)
-    return report.exit_code
+
+        def show(report: runresult.RunReport) -> None:
+            for note in result.notes:
+                print(f"  note             {note}")
+            if report.verdict:
+                print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
+
+        return Ran(runresult.RunReport(result.conditions, 0, 0, verdict=result.verdict, cpu=result.cpu,
+                                       window=result.window, judged=result.judged),
+                   offered_rps=result.offered_rps, show=show,
+                   invalid="the generator was the limit; add workers or give each a whole core (helm upgrade "
+                           "--reuse-values --set locust.worker.cpu=1000m) and run again")
+
+    return judged_run(Path(args.output) if args.output else runresult.new_folder(RUNS, args.release), args.force,
+                      {"release": f"{args.release} (namespace {args.namespace})"}, judged, run_on_release)
 
 
 # Options of --local that a release sets in its values instead.
