@@ -178,10 +178,10 @@ def _verdict(prometheus: Prometheus, release: str, steady_from: float,
         f = measure(prometheus, release, end, hold_s, step)
     except RunFailed as e:  # PrometheusError too
         return None, {}, f"no verdict: {e}"
-    window = f["window"]
-    cpu = {"worker_cpu": f["worker_cpu"], "worker_cpu_cores": f["worker_cpu_cores"],
-           "target_cpu_ratio": f["target_cpu_ratio"], "window": [f["start"], f["end"]],
+    window = f.window
+    cpu = {"worker_cpu": f.worker_cpu, "worker_cpu_cores": f.worker_cpu_cores,
+           "target_cpu_ratio": f.target_cpu_ratio, "window": [f.start, f.end],
            "steady_samples": window.samples, "generator_saturated_share": window.generator_share,
            "target_saturated_share": window.target_share,
-           "offered_rps": f["arrival"]["offered_rps"] if f["arrival"] else None}
+           "offered_rps": f.arrival.offered_rps if f.arrival else None}
     return verdict.judge(window), cpu, None

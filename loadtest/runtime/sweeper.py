@@ -84,7 +84,44 @@ def report_landings(prometheus: Prometheus, sel: str, end: float, span_s: float)
     return stamps, landings
 
 
-def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> dict:
+@dataclasses.dataclass(frozen=True)
+class ArrivalMeasured:
+    """The open model's figures over a measured window (arrival_window)."""
+
+    offered_rps: float
+    slots: float  # handed out over the window
+    late_users_share: float  # of the slots: started late for want of a free user
+    late_cpu_share: float  # of the slots: started late with a user free
+    service_p99_ms: float | None  # from the actual send; None where the window counted none
+    loop_lagged: float | None  # share of the workers' loop probes that woke late; None without a probe
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What Prometheus saw of a release over one window (measure): the figures every path that reads a release
+    judges and reports (a sweep's step, `run --release`, tune), and the verdict's window."""
+
+    start: float  # the window's edge scrapes (unix time)
+    end: float
+    requests: float
+    failures: float
+    rps: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    users: float  # the window's most
+    worker_cpu: list[float]  # each worker's mean share of its ceiling
+    worker_cpu_cores: float  # all workers' mean cores
+    target_cpu_ratio: float | None  # the target's mean share of its CPUs; None where not measured
+    window: verdict.Window
+    arrival: ArrivalMeasured | None  # None in the closed model
+
+    @property
+    def failure_ratio(self) -> float | None:
+        return self.failures / self.requests if self.requests else None
+
+
+def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> Measured:
     """What Prometheus saw of one release over the `hold_s` seconds up to its last scrape at or before `end`: every
     figure a step record holds. The window's edges are scrape timestamps, so its counts are exact differences."""
     sel = f'release="{release}"'
@@ -137,27 +174,24 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         target_cpu=over(f"max(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         host_cpu=over(f"max(avg_over_time(loadtest:host_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         worker_throttling=over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"),
-        late_starts=open_model["late_cpu_share"] if open_model else None,
-        late_users=open_model["late_users_share"] if open_model else None,
-        loop_lagged=open_model["loop_lagged"] if open_model else None,
+        late_starts=open_model.late_cpu_share if open_model else None,
+        late_users=open_model.late_users_share if open_model else None,
+        loop_lagged=open_model.loop_lagged if open_model else None,
         losses=(f"{lost:g} worker(s) lost or quit (the master's loadtest_faults_total)",) if lost > 0 else (),
         silences=(f"{silent:g} spell(s) with no request answered (the master's loadtest_faults_total)",)
         if silent > 0 else (),
         failure_ratio=failures / requests if requests else None)
     if open_model:  # the rate sent over the same scrapes: a rate not held is never healthy
-        window = dataclasses.replace(window, achieved=requests / (t_end - t_start) / open_model["offered_rps"],
-                                     requests_per_slot=requests / open_model["slots"] if open_model["slots"] else None)
-    return {
-        "start": t_start, "end": t_end, "requests": requests, "failures": failures,
-        "rps": requests / (t_end - t_start),
-        "p50_ms": percentiles[0.5], "p95_ms": percentiles[0.95], "p99_ms": percentiles[0.99],
-        "users": over(f"max(max_over_time(locust_users{{{sel}}}[{r}]))") or 0.0,
-        "worker_cpu": prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", t_end),
-        "worker_cpu_cores": over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
-        "target_cpu_ratio": over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
-        "window": window,
-        "arrival": open_model,
-    }
+        window = dataclasses.replace(window, achieved=requests / (t_end - t_start) / open_model.offered_rps,
+                                     requests_per_slot=requests / open_model.slots if open_model.slots else None)
+    return Measured(
+        start=t_start, end=t_end, requests=requests, failures=failures, rps=requests / (t_end - t_start),
+        p50_ms=percentiles[0.5], p95_ms=percentiles[0.95], p99_ms=percentiles[0.99],
+        users=over(f"max(max_over_time(locust_users{{{sel}}}[{r}]))") or 0.0,
+        worker_cpu=prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", t_end),
+        worker_cpu_cores=over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
+        target_cpu_ratio=over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
+        window=window, arrival=open_model)
 
 
 def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: float,
@@ -178,7 +212,7 @@ def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: f
     return {q: checks.language.percentile(window, q) for q in (0.5, 0.95, 0.99)} if window else None
 
 
-def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float) -> dict | None:
+def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float) -> ArrivalMeasured | None:
     """The open model's figures over the window whose edges are the scrapes at or before `start_at` and `end` (the
     same scrapes as the request counts, so the slots are whole worker reports too): the rate offered, the slots handed
     out and the shares started late by cause, and the service-time p99; None in the closed model (no offered rate)."""
@@ -195,9 +229,8 @@ def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float
     service = window_percentiles(prometheus, sel, start_at, end, ("locust_service_times_total", "service_time_ms"))
     shares = verdict.late_shares(late, slots)
     probes, lagged = (counted(f"sum(locust_arrival_loop_{kind}_total{{{sel}}})") for kind in ("probes", "lagged"))
-    return {"offered_rps": offered, "slots": slots, "late_users_share": shares["users"], "late_cpu_share": shares["cpu"],
-            "service_p99_ms": service[0.99] if service else None,
-            "loop_lagged": lagged / probes if probes > 0 else None}
+    return ArrivalMeasured(offered, slots, shares["users"], shares["cpu"], service[0.99] if service else None,
+                           lagged / probes if probes > 0 else None)
 
 
 class Sweeper:
@@ -280,40 +313,40 @@ class Sweeper:
         stamps, landings = report_landings(d.prometheus, sel, end, span_s)
         f = measure(d.prometheus, d.release, window_end(stamps, landings, spec.hold_s, scrape_s) or end, spec.hold_s,
                     scrape_s)
-        window, target_cores = f["window"], None
-        if f["target_cpu_ratio"] is not None:
-            target_cores = f["target_cpu_ratio"] * d.target_cpus
+        window, target_cores = f.window, None
+        if f.target_cpu_ratio is not None:
+            target_cores = f.target_cpu_ratio * d.target_cpus
         elif target_samples:  # the target's CPU seen by the driver (the local stack's processes), not Prometheus
             shares = [cores / d.target_cpus for cores in target_samples]
             window = dataclasses.replace(window, target_cpu=sum(shares) / len(shares), target_share=sum(
                 share >= verdict.SATURATED_CPU for share in shares) / len(shares))
             target_cores = sum(target_samples) / len(target_samples)
-        busiest = max(f["worker_cpu"], default=0.0)
+        busiest = max(f.worker_cpu, default=0.0)
         v = verdict.judge(window)
-        a = f["arrival"] if spec.open_model else None  # a closed sweep of an open-model release keeps its closed form
-        if spec.open_model and (a is None or a["offered_rps"] != load):
-            raise SweepFailed(f"the Locust master offered {a['offered_rps'] if a else 'no'} requests/s over the "
+        a = f.arrival if spec.open_model else None  # a closed sweep of an open-model release keeps its closed form
+        if spec.open_model and (a is None or a.offered_rps != load):
+            raise SweepFailed(f"the Locust master offered {a.offered_rps if a else 'no'} requests/s over the "
                               f"window, not the step's {load}: was it started with the step's rate?")
-        step = Step(index, load, f["rps"], round(f["p95_ms"], 1),
-                    f["failures"] / f["requests"] if f["requests"] else 1.0, v.kind == verdict.GENERATOR_BOUND,
-                    offered_rps=a["offered_rps"] if a else None, p99_ms=round(f["p99_ms"], 1),
+        step = Step(index, load, f.rps, round(f.p95_ms, 1),
+                    f.failures / f.requests if f.requests else 1.0, v.kind == verdict.GENERATOR_BOUND,
+                    offered_rps=a.offered_rps if a else None, p99_ms=round(f.p99_ms, 1),
                     p99_bound_ms=spec.p99_bound_ms)
         late = ""
         if a:
-            late = (f" of {a['offered_rps']:,g} offered ({f['rps'] / a['offered_rps']:.1%}), late starts "
-                    + verdict.describe_late_starts({"users": a["late_users_share"], "cpu": a["late_cpu_share"]}))
-        self.progress(f"{of} done: {f['rps']:,.0f} RPS{late}, p95 {f['p95_ms']:.1f} ms, p99 {f['p99_ms']:.1f} ms, "
+            late = (f" of {a.offered_rps:,g} offered ({f.rps / a.offered_rps:.1%}), late starts "
+                    + verdict.describe_late_starts({"users": a.late_users_share, "cpu": a.late_cpu_share}))
+        self.progress(f"{of} done: {f.rps:,.0f} RPS{late}, p95 {f.p95_ms:.1f} ms, p99 {f.p99_ms:.1f} ms, "
                       f"failures {step.failure_ratio:.2%}, busiest worker {busiest:.0%}"
                       + ("" if target_cores is None else f", target {target_cores:.2f} core(s)")
                       + f"; {v.kind}: {v.reason}")
         return sweepreport.StepRecord(
-            step=step, start=f["start"], end=f["end"], p50_ms=round(f["p50_ms"], 1), p99_ms=round(f["p99_ms"], 1),
-            requests=round(f["requests"]), failures=round(f["failures"]), users=round(f["users"]),
-            worker_cpu_max=busiest, worker_cpu_cores=f["worker_cpu_cores"], target_cpu_cores=target_cores,
+            step=step, start=f.start, end=f.end, p50_ms=round(f.p50_ms, 1), p99_ms=round(f.p99_ms, 1),
+            requests=round(f.requests), failures=round(f.failures), users=round(f.users),
+            worker_cpu_max=busiest, worker_cpu_cores=f.worker_cpu_cores, target_cpu_cores=target_cores,
             target_cpus=d.target_cpus, workers=d.workers, verdict=v.kind,
-            **({"offered_rps": a["offered_rps"], "late_users_share": a["late_users_share"],
-                "late_cpu_share": a["late_cpu_share"],
-                "service_p99_ms": None if a["service_p99_ms"] is None else round(a["service_p99_ms"], 1)}
+            **({"offered_rps": a.offered_rps, "late_users_share": a.late_users_share,
+                "late_cpu_share": a.late_cpu_share,
+                "service_p99_ms": None if a.service_p99_ms is None else round(a.service_p99_ms, 1)}
                if a else {}))
 
     def watch(self, of: str, phase: str, seconds: int, sample: bool) -> None:

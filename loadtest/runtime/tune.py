@@ -127,8 +127,7 @@ def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
             raise SweepFailed(f"every user ran for {steady * scrape:.0f} s of the last {span} s; run tune "
                               f"again in {span - steady * scrape:.0f} s")
         f = measure(prometheus, release.name, time.time(), span, scrape)
-        window, rps, p95, users = f["window"], f["rps"], f["p95_ms"], round(f["users"])
-        fail_ratio = f["failures"] / f["requests"] if f["requests"] else None
+        window, rps, p95, users, fail_ratio = f.window, f.rps, f.p95_ms, round(f.users), f.failure_ratio
     except SweepFailed as e:
         no_window = str(e)  # no swarm in the window, or not for the whole window yet: nothing to judge
     return tuning.Snapshot(
