@@ -28,13 +28,8 @@ class Release:
         self.name, self.namespace, self.kubeconfig = name, namespace, kubeconfig
 
     def _run(self, tool: str, *args: str, timeout: float) -> str:
-        cmd = [tools.find(tool), *args, "-n", self.namespace]
-        if self.kubeconfig:
-            cmd += ["--kubeconfig", str(self.kubeconfig)]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        if out.returncode != 0:
-            raise ReleaseError(f"{tool} {' '.join(args[:2])} failed:\n{out.stderr.strip()}")
-        return out.stdout
+        where = ("-n", self.namespace, *(("--kubeconfig", str(self.kubeconfig)) if self.kubeconfig else ()))
+        return tools.run(tool, *args, *where, timeout=timeout, error=ReleaseError, shown=2)
 
     def helm(self, *args: str, timeout: float = 900) -> str:
         return self._run("helm", *args, timeout=timeout)

@@ -46,14 +46,11 @@ def open_files_limit() -> int:
 
 def render(template: str, values: dict[str, object]) -> dict[str, str]:
     """The data of one ConfigMap template of the umbrella chart, rendered with `--set` values."""
-    cmd = [tools.find("helm"), "template", RELEASE, str(paths.CHART), "-n", NAMESPACE, "--show-only", template]
+    args = ["template", RELEASE, str(paths.CHART), "-n", NAMESPACE, "--show-only", template]
     for key, value in values.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        cmd += ["--set", f"{key}={text.replace(',', chr(92) + ',')}"]  # --set splits on unescaped commas
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise TargetError(f"rendering {template} failed:\n{out.stderr}")
-    return yaml.safe_load(out.stdout)["data"]
+        args += ["--set", f"{key}={text.replace(',', chr(92) + ',')}"]  # --set splits on unescaped commas
+    return yaml.safe_load(tools.run("helm", *args, error=TargetError))["data"]
 
 
 def certificate(common_name: str) -> bytes:

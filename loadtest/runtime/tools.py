@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from .. import paths
-from ..errors import UsageError
+from ..errors import RunFailed, UsageError
 
 SYSTEM_DIRS = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
@@ -31,6 +31,17 @@ def find(name: str) -> str:
     if not found:
         raise ToolMissing(f"{name} not found: run scripts/setup (it installs every tool loadtest runs)")
     return found
+
+
+def run(name: str, *args: str, input: str | None = None, timeout: float = 120, error: type[Exception] = RunFailed,
+        shown: int | None = None) -> str:
+    """Run one of the tools (helm, kubectl, ...) and return what it printed; a failure raises `error` with its
+    message, naming the command by its first `shown` arguments (all by default). The one runner of the CLI's outside
+    programs that answer and end."""
+    result = subprocess.run([find(name), *args], input=input, capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        raise error(f"{name} {' '.join(args[:shown])} failed:\n{(result.stderr or result.stdout).strip()}")
+    return result.stdout
 
 
 def version(name: str, flag: str = "-v") -> str:

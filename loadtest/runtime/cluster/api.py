@@ -8,7 +8,6 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
-import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -59,11 +58,8 @@ class ApiClient:
 
     def kubectl(self, *args: str, input: str | None = None, timeout: float = 120) -> str:
         """Run kubectl against this cluster; a failure raises ClusterError with kubectl's message."""
-        result = subprocess.run(self.kubectl_argv(*args), input=input, capture_output=True, text=True,
-                                timeout=timeout)
-        if result.returncode != 0:
-            raise ClusterError(f"kubectl {' '.join(args)} failed:\n{result.stderr.strip()}")
-        return result.stdout
+        return tools.run("kubectl", "--kubeconfig", str(self.kubeconfig), *args, input=input, timeout=timeout,
+                         error=ClusterError)
 
     def apply(self, objects: list[dict]) -> None:
         self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
