@@ -11,9 +11,9 @@ import json
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 
 from ..errors import RunFailed, UsageError
+from . import http_client
 
 # The plugin's (plugin/loadtest_metrics.py) copy of what Locust's --json-file writes at exit, live.
 STATS_JSON, STATE = "/loadtest/stats.json", "/loadtest/state"
@@ -46,10 +46,8 @@ class LocustWeb:
 
     def _call(self, path: str, form: dict | None = None) -> dict:
         data = urllib.parse.urlencode(form).encode() if form is not None else None
-        request = urllib.request.Request(f"{self.url}{path}", data=data, headers=self.headers)
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return json.load(response)
+            return json.loads(http_client.fetch(f"{self.url}{path}", data=data, headers=self.headers, timeout=10))
         except urllib.error.HTTPError as e:
             hint = (f" (the web UI wants credentials: export {CREDENTIALS_ENV}=user:password or pass "
                     "--locust-auth-file FILE)") if e.code == 401 else ""
@@ -77,10 +75,8 @@ class LocustWeb:
 
     def reset_stats(self) -> None:
         """Start Locust's statistics afresh (the web UI's reset button)."""
-        request = urllib.request.Request(f"{self.url}/stats/reset", data=b"", headers=self.headers)
         try:
-            with urllib.request.urlopen(request, timeout=10):
-                pass
+            http_client.fetch(f"{self.url}/stats/reset", data=b"", headers=self.headers, timeout=10)
         except OSError as e:
             raise LocustWebError(f"Locust at {self.url} did not reset its statistics: {e}") from None
 

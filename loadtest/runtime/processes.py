@@ -7,11 +7,10 @@ import random
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from ..errors import RunFailed
+from . import http_client
 
 LOCAL_HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 15
@@ -109,13 +108,9 @@ class Processes:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise RunFailed(f"{name} exited with {proc.returncode}:\n{self.log_tail(name)}")
-            try:
-                with urllib.request.urlopen(url, timeout=1):
-                    return
-            except urllib.error.HTTPError:
-                return  # it answers (a 401 of a web UI behind its password, say)
-            except OSError:
-                time.sleep(0.1)
+            if http_client.status(url, timeout=1) is not None:
+                return  # it answers, whatever it says (a 401 of a web UI behind its password, say)
+            time.sleep(0.1)
         raise RunFailed(f"{name} did not answer {url} within {timeout_s:.0f} s:\n{self.log_tail(name)}")
 
     def __enter__(self) -> Processes:

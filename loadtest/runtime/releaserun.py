@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from .. import paths
 from ..errors import RunFailed, UsageError
 from ..judging import runresult, verdict
 from ..judging.locuststats import PerSecond
+from . import http_client
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus, PrometheusError
 from .release import Release
@@ -138,10 +138,8 @@ def _stop(web: LocustWeb, progress) -> None:
 def _collect_locust_files(web: LocustWeb, out: Path) -> list[str]:
     missing = []
     for name, path in LOCUST_FILES.items():
-        request = urllib.request.Request(f"{web.url}{path}", headers=web.headers)
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                (out / name).write_bytes(response.read())
+            (out / name).write_bytes(http_client.fetch(f"{web.url}{path}", headers=web.headers, timeout=30))
         except OSError as e:
             missing.append(f"{name} not collected ({path}: {e})")
     return missing

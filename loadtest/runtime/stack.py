@@ -15,7 +15,6 @@ import resource
 import shutil
 import subprocess
 import tempfile
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import yaml
 from .. import paths
 from ..errors import RunFailed
 from ..workload import targets
-from . import tools
+from . import http_client, tools
 from .processes import LOCAL_HOST, Processes, free_port
 
 RELEASE, NAMESPACE = "local", "default"
@@ -105,8 +104,7 @@ class Server:
         if not self.status_url.endswith("/stub_status"):
             return None
         try:
-            with urllib.request.urlopen(self.status_url, timeout=5) as response:
-                return int(response.read().decode().splitlines()[2].split()[2])
+            return int(http_client.fetch(self.status_url, timeout=5).decode().splitlines()[2].split()[2])
         except (OSError, ValueError, IndexError):
             return None
 

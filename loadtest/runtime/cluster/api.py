@@ -5,17 +5,15 @@ The REST client is for reads in polling loops (cheaper than a kubectl process ea
 """
 from __future__ import annotations
 
-import http.client
 import json
 import ssl
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Callable
 
-from .. import tools
+from .. import http_client, tools
 from . import pki as pki_files
 from .errors import ClusterError
 
@@ -38,8 +36,7 @@ class ApiClient:
     def api_get(self, path: str, **query: str) -> dict:
         """GET from the apiserver as cluster admin; cheaper than a kubectl process when polling."""
         url = self.server + path + ("?" + urllib.parse.urlencode(query) if query else "")
-        with urllib.request.urlopen(url, context=self.tls, timeout=30) as response:
-            return json.load(response)
+        return json.loads(http_client.fetch(url, context=self.tls, timeout=30))
 
     def exists(self, path: str) -> bool:
         try:
@@ -67,11 +64,7 @@ class ApiClient:
 
 def get_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
     """Whether `url` answers 200 now (a health or readiness probe)."""
-    try:
-        with urllib.request.urlopen(url, context=context, timeout=2) as response:
-            return response.status == 200
-    except (OSError, http.client.HTTPException):  # refused, reset, not ready yet (HTTP 500) or half an answer
-        return False
+    return http_client.status(url, timeout=2, context=context) == 200  # not refused, reset, half an answer or HTTP 500
 
 
 def ready(obj: dict) -> bool:
