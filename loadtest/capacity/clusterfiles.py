@@ -16,7 +16,6 @@ somewhere among them. eksctl would add metrics-server, which the plan does not c
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import textwrap
 from pathlib import Path
@@ -25,7 +24,6 @@ import jsonschema
 import yaml
 
 from ..errors import UsageError
-from ..generate import crdschemas
 from . import catalog, profiles, sizing
 
 EKSCTL_API = "eksctl.io/v1alpha5"
@@ -259,35 +257,6 @@ def read_node_groups(text: str) -> list[NodeGroup]:
         taints = tuple((t["key"], t.get("value", ""), t["effect"]) for t in g.get("taints", []))
         groups.append(NodeGroup(g["name"], _labelled(shape, g["name"], g.get("labels")), g["desiredCapacity"], taints))
     return groups
-
-
-class SchemaMissing(FileNotFoundError):
-    pass
-
-
-def eksctl_schema() -> tuple[dict, str]:
-    """eksctl's ClusterConfig JSON schema as scripts/install-cluster-tools fetched it, and its eksctl version."""
-    path = crdschemas.eksctl_schema_file()
-    version = crdschemas.fetched_version(path.parent)
-    if version is None or not path.is_file():
-        raise SchemaMissing(f"no eksctl schema in {path.parent}: run scripts/install-cluster-tools")
-    return json.loads(path.read_text()), version
-
-
-def check_cluster_config(text: str) -> str | None:
-    """The eksctl version whose schema a ClusterConfig was checked against, None when set-up has not fetched it;
-    raises SchemaError with what the schema refuses."""
-    try:
-        schema, version = eksctl_schema()
-    except SchemaMissing:
-        return None
-    if errors := cluster_config_errors(text, schema):
-        raise SchemaError(f"eksctl {version}'s schema refuses the ClusterConfig: " + "; ".join(errors))
-    return version
-
-
-class SchemaError(ValueError):
-    pass
 
 
 def cluster_config_errors(text: str, schema: dict) -> list[str]:

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..generate import chartpods
-from . import catalog, sizing
+from . import catalog, chartpods, sizing
 from .sizing import PodRequest
 
 # What Locust loads in a node-type values file: the NGINX Ingress Controller. Both targets run there, so the other

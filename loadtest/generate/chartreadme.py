@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 
 from .. import paths
-from ..capacity import profiles
-from . import chartpods, committed
+from ..capacity import chartpods, profiles
+from . import committed
 
 _KEY = re.compile(r"^(\s*)([A-Za-z0-9_]+):")
 _TYPE = re.compile(r"^\((\w+)\)\s*")  # `# -- (int) ...` names a type the default cannot show (null)

@@ -14,12 +14,12 @@ import textwrap
 from pathlib import Path
 
 from .. import paths, units
-from ..capacity import catalog, sizing
+from ..capacity import catalog, chartpods, sizing
 from ..capacity.profiles import PROFILES, TARGET, Profile
 from ..capacity.sizing import PodRequest
 from ..judging import checks, rules
 from ..workload import arrival, scenarios, targets, usertest
-from . import chartpods, committed
+from . import committed
 
 
 def master_resources(master: PodRequest) -> dict:

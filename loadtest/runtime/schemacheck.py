@@ -3,6 +3,7 @@ schemas as the set-up scripts fetched them: eksctl's ClusterConfig JSON schema (
 loadtest.capacity.clusterfiles) and Karpenter's NodePool and EC2NodeClass CRDs (with kubeconform, here)."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -12,14 +13,28 @@ from ..generate import crdschemas
 from . import tools
 
 
+class SchemaMissing(FileNotFoundError):
+    pass
+
+
+def eksctl_schema() -> tuple[dict, str]:
+    """eksctl's ClusterConfig JSON schema as scripts/install-cluster-tools fetched it, and its eksctl version."""
+    path = crdschemas.eksctl_schema_file()
+    version = crdschemas.fetched_version(path.parent)
+    if version is None or not path.is_file():
+        raise SchemaMissing(f"no eksctl schema in {path.parent}: run scripts/install-cluster-tools")
+    return json.loads(path.read_text()), version
+
+
 def check_cluster_config(path: Path) -> str:
     """What the ClusterConfig was checked against, or why it was not; RunFailed when the schema refuses it."""
     try:
-        version = clusterfiles.check_cluster_config(path.read_text())
-    except clusterfiles.SchemaError as e:
-        raise RunFailed(f"{path}: {e} (a loadtest bug: please report it)") from None
-    if version is None:
+        schema, version = eksctl_schema()
+    except SchemaMissing:
         return "not checked: scripts/install-cluster-tools fetches eksctl's schema"
+    if errors := clusterfiles.cluster_config_errors(path.read_text(), schema):
+        raise RunFailed(f"{path}: eksctl {version}'s schema refuses the ClusterConfig: {'; '.join(errors)} (a "
+                        "loadtest bug: please report it)")
     return f"checked against eksctl {version}'s ClusterConfig schema"
 
 

@@ -18,8 +18,8 @@ EKS_PROFILES = [p for p in profiles.PROFILES if p.target_node_type]
 @pytest.fixture(scope="module")
 def eksctl_schema() -> tuple[dict, str]:
     try:
-        return clusterfiles.eksctl_schema()
-    except clusterfiles.SchemaMissing as e:
+        return schemacheck.eksctl_schema()
+    except schemacheck.SchemaMissing as e:
         pytest.fail(str(e), pytrace=False)
 
 

@@ -158,7 +158,7 @@ def pod_requests(spec: dict) -> tuple[int, int]:
 @pytest.mark.parametrize("profile", [p for p in profiles.PROFILES if p.target_node_type], ids=lambda p: p.file)
 def test_the_header_counts_what_the_chart_renders_on_the_target_node_group(helm, profile):
     """The values file's header sums the target node group's requests from the charts' values
-    (loadtest.generate.chartpods): they must be what the templates make of them, pod by pod, and every pod but
+    (loadtest.capacity.chartpods): they must be what the templates make of them, pod by pod, and every pod but
     Locust's must go to that group."""
     rendered = helm.render(paths.VALUES / profile.file)
     placed = {}

@@ -2,8 +2,8 @@ import pytest
 import yaml
 
 from loadtest import paths
-from loadtest.capacity import profiles
-from loadtest.generate import chartpods, valuesgen
+from loadtest.capacity import chartpods, profiles
+from loadtest.generate import valuesgen
 
 
 @pytest.mark.parametrize("profile", profiles.PROFILES, ids=lambda p: p.file)

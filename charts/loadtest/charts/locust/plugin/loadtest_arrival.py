@@ -56,6 +56,7 @@ from locust.exception import StopUser
 from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import RequestStats, StatsEntry, bucket_response_time
 
+import loadtest_reports
 import loadtest_verdict
 
 RATE_ENV = "LOADTEST_ARRIVAL_RATE"
@@ -64,7 +65,7 @@ SHARE_MESSAGE = "loadtest_arrival_share"
 # A worker says so once it can take its share: Locust's worker reads the master's messages from before its plugins'
 # init, and a share sent then would be dropped as a message of unknown type, leaving the worker idle all run.
 READY_MESSAGE = "loadtest_arrival_ready"
-REPORT_KEY = "loadtest_arrival"
+REPORT_KEY = loadtest_reports.ARRIVAL
 LATE_S = loadtest_verdict.LATE_S  # a request started later than this after its slot is a late start
 QUANTILES = (0.5, 0.95, 0.99, 0.999)
 CAUSES = ("users", "cpu")

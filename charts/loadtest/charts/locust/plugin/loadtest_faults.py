@@ -34,7 +34,7 @@ from locust.runners import (HEARTBEAT_INTERVAL, HEARTBEAT_LIVENESS, STATE_INIT, 
                             STATE_SPAWNING, STATE_STOPPED, STATE_STOPPING, WORKER_REPORT_INTERVAL, MasterRunner,
                             WorkerRunner)
 
-import loadtest_metrics
+import loadtest_reports
 
 FILE_ENV = "LOADTEST_FAULTS_FILE"
 LOST, QUIT, JOINED, BACK = "worker lost", "worker quit", "worker joined", "worker back"
@@ -133,7 +133,7 @@ class FaultLog:
         self.heard[client_id] = timestamp
 
     def report(self, client_id: str, data: dict, **_) -> None:
-        facts = data.get(loadtest_metrics.REPORT_KEY) or {}
+        facts = data.get(loadtest_reports.METRICS) or {}
         if facts.get("memory_bytes") is not None and facts.get("memory_limit_bytes"):
             self.memory[client_id] = (facts["memory_bytes"], facts["memory_limit_bytes"])
         sent = facts.get("requests_sent")

@@ -59,6 +59,8 @@ from locust.runners import (
 )
 
 import loadtest_arrival
+import loadtest_faults
+import loadtest_reports
 
 try:
     import prometheus_client
@@ -73,7 +75,7 @@ STATS_JSON_ROUTE = "/loadtest/stats.json"
 # The runner's state and user count, uncached.
 STATE_ROUTE = "/loadtest/state"
 # Key of this plugin's part of a worker's stats report.
-REPORT_KEY = "loadtest_metrics"
+REPORT_KEY = loadtest_reports.METRICS
 STATES = (STATE_INIT, STATE_SPAWNING, STATE_RUNNING, STATE_CLEANUP, STATE_STOPPING, STATE_STOPPED, STATE_MISSING)
 QUANTILES = (0.5, 0.95, 0.99, 0.999)
 
@@ -389,8 +391,6 @@ class LocustCollector:
 
     @staticmethod
     def _faults():
-        import loadtest_faults  # here, not at the top: loadtest_faults imports this module
-
         faults = CounterMetricFamily("loadtest_faults", "The run's faults as its master saw them", labels=["kind"])
         events = loadtest_faults.log.events if loadtest_faults.log else []
         for kind in loadtest_faults.FAULTS:

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from .. import paths, units
-from ..capacity.sizing import PodRequest
+from .sizing import PodRequest
 from ..workload import targets
 
 # The monitoring's pods (mode inChart), by their key under `monitoring` and their component label.
