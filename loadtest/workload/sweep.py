@@ -19,12 +19,13 @@ KINDS = {"users": "users", "workers": "workers", "target-cpus": "target CPUs", "
 # The open model's sweep: each step's load is the requests per second offered, all workers together.
 ARRIVAL_RATE = "arrival-rate"
 USERS_PER_WORKER = 50  # the default of workers and target-cpus sweeps
-# Locust's latency percentiles cover the last 10 s of responses: a shorter warm-up would mix the previous step's
-# latencies into this step's p95.
-MIN_WARMUP_S = 10
 # Locust workers send their request counts to the master in batches this far apart (locust.runners), and with them
 # the CPU they used since the last (loadtest_metrics): a worker started for a step is measured within its warm-up.
 WORKER_REPORT_MS = 3000
+# Two report periods: the first report after a step's change may still carry the previous step's requests and CPU,
+# the second is the step's own. (The window's percentiles come from the response-time counts at its edges, not from
+# Locust's rolling 10 s percentiles, which once set a 10 s floor.)
+MIN_WARMUP_S = 2 * WORKER_REPORT_MS // 1000
 
 
 class SweepError(UsageError):
@@ -54,8 +55,8 @@ class Spec:
         if any(b <= a for a, b in zip(self.loads, self.loads[1:])):
             raise SweepError(f"--steps {','.join(map(str, self.loads))}: each step must be above the one before")
         if self.warmup_s < MIN_WARMUP_S:
-            raise SweepError(f"--warmup {self.warmup_s}s: at least {MIN_WARMUP_S}s, since Locust's latency percentiles "
-                             f"cover the last {MIN_WARMUP_S} s and would mix in the previous step")
+            raise SweepError(f"--warmup {self.warmup_s}s: at least {MIN_WARMUP_S}s, two of the workers' "
+                             f"{WORKER_REPORT_MS / 1000:g} s reports, or the window would count the previous step's")
         if self.hold_s < 1 or self.users_per_worker < 1 or self.spawn_rate < 0:
             raise SweepError("--hold and --users-per-worker must be positive, --spawn-rate not negative")
 

@@ -22,7 +22,7 @@ def run(capsys, *argv):
     (["--local", "--steps", "10,ten"], "--steps '10,ten': whole numbers"),
     (["--local", "--steps", "20,10"], "each step must be above the one before"),
     (["--local", "--steps", "0,10"], "--steps: positive whole numbers"),
-    (["--local", "--steps", "10", "--warmup", "5s"], "--warmup 5s: at least 10s"),
+    (["--local", "--steps", "10", "--warmup", "5s"], "--warmup 5s: at least 6s, two of the workers' 3 s reports"),
     (["--local", "--steps", "10", "--hold", "a while"], "argument --hold: 'a while' is not like"),
     (["--local", "--steps", "1,2", "--sweep", "target-cpus"], "target-cpus needs a cluster"),
     (["--local", "--steps", "10", "--set", "haproxy.ports.http=80"], "sets addresses, ports and upstreams itself"),
