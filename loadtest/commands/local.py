@@ -100,14 +100,12 @@ def prepare(args) -> LocalRun:
             option = "--target" if args.target is not None else "--tls-mode"
             raise UsageError(f"{option} with --host: --host replaces the local target, and its scheme says whether "
                              "TLS is used (https://...); drop " + option)
-        scenario = None if args.locustfile else scenarios.get(args.scenario or scenarios.DEFAULT)
-        https = args.host.lower().startswith("https://")
-        if scenario is not None and scenario.tls == scenarios.TLS_REQUIRED and not https:
-            raise UsageError(f"--scenario {scenario.name} measures TLS and --host {args.host} is plain HTTP: give an "
-                             "https:// --host, or another --scenario")
-        if scenario is not None and scenario.tls == scenarios.TLS_FORBIDDEN and https:
-            raise UsageError(f"--scenario {scenario.name} is plain HTTP and --host {args.host} is HTTPS: give an "
-                             "http:// --host, or another --scenario")
+        if not args.locustfile:
+            host = args.host
+            targets.check_scenario_tls(scenarios.get(args.scenario or scenarios.DEFAULT),
+                                       host.lower().startswith("https://"),
+                                       f"--host {host} is plain HTTP: give an https:// --host, or another --scenario",
+                                       f"--host {host} is HTTPS: give an http:// --host, or another --scenario")
     if args.locustfile and args.scenario is not None:
         raise UsageError(f"--scenario with -f: your test {args.locustfile} is what runs; drop --scenario")
     if args.arrival_rate and not args.locustfile:

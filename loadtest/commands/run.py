@@ -148,7 +148,7 @@ def judged_run(out: Path, force: bool, conditions: dict[str, str], judged: list[
 
 
 def run_release(args, judged: list[checks.Check]) -> int:
-    passed = [option for option, dest in LOCAL_ONLY.items() if getattr(args, dest) != args.local_defaults[dest]]
+    passed = types.given(args, LOCAL_ONLY)
     if passed:
         raise UsageError(f"{', '.join(passed)}: what runs is the release's (its values); these options are for "
                          "--local. Change the release with helm upgrade --reuse-values --set ...")
@@ -202,4 +202,5 @@ def register(sub) -> None:
                         "locust.abortOn)")
     p.add_argument("--output", help=f"folder for the results (default: a new {RUNS}/<UTC time>-<test>)")
     p.add_argument("--force", action="store_true", help="replace the results of an earlier run in --output")
-    p.set_defaults(func=run, local_defaults={dest: p.get_default(dest) for dest in LOCAL_ONLY.values()})
+    p.set_defaults(func=run)
+    types.with_defaults(p, LOCAL_ONLY)

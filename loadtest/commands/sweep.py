@@ -85,8 +85,7 @@ def run(args) -> int:
                 p99_bound_ms=args.max_p99)
     if args.local == bool(args.release):
         raise UsageError("say where to sweep: --local (this machine) or --release NAME (an installed release)")
-    given = [option for option, dest in (RELEASE_ONLY if args.local else LOCAL_ONLY).items()
-             if getattr(args, dest) != args.defaults[dest]]
+    given = types.given(args, RELEASE_ONLY if args.local else LOCAL_ONLY)
     if given:
         raise UsageError(f"{', '.join(given)} with {'--local' if args.local else '--release'}: "
                          + ("the local stack runs its own Prometheus and Locust, and no release; drop them"
@@ -168,8 +167,8 @@ def register(sub) -> None:
                      help="chart value for the local target, as helm --set, e.g. haproxy.sessionRateLimit=2000")
     p.add_argument("--output", default="sweep-report", help="folder for the report (default ./sweep-report)")
     p.add_argument("--force", action="store_true", help="replace the report of an earlier sweep in --output")
-    p.set_defaults(func=run, defaults={dest: p.get_default(dest) for dest in (*RELEASE_ONLY.values(),
-                                                                               *LOCAL_ONLY.values())})
+    p.set_defaults(func=run)
+    types.with_defaults(p, RELEASE_ONLY, LOCAL_ONLY)
 
 
 # The options of one place to sweep that the other has no use for: given there, they are refused, not ignored.

@@ -58,6 +58,17 @@ def each(check):
     return parse
 
 
+def given(args, options: dict[str, str]) -> list[str]:
+    """Which of `options` (flag: argparse dest) the user gave, i.e. set to other than the parser's default (kept in
+    `args.defaults` by with_defaults): options that apply elsewhere are refused, not ignored."""
+    return [option for option, dest in options.items() if getattr(args, dest) != args.defaults[dest]]
+
+
+def with_defaults(p, *options: dict[str, str]) -> None:
+    """Keep the parser's defaults of `options` in args.defaults, for given()."""
+    p.set_defaults(defaults={dest: p.get_default(dest) for group in options for dest in group.values()})
+
+
 def latency_ms(text: str) -> float:
     """A latency like 200ms or 0.5s, in milliseconds: the check language's units (`p99<200ms`)."""
     try:

@@ -55,7 +55,13 @@ def check_tls_mode(scenario: Scenario, target: Target, tls_mode: str) -> None:
     """Refuse a scenario, target and TLS mode that cannot go together, naming the option to change."""
     if tls_mode not in target.tls_modes:
         raise UsageError(f"target {target.name} takes --tls-mode {' / '.join(target.tls_modes)}, not {tls_mode!r}")
-    if scenario.tls == TLS_REQUIRED and tls_mode == "none":
-        raise UsageError(f"{scenario.name} needs TLS: --tls-mode edge (or passthrough / reencrypt with haproxy)")
-    if scenario.tls == TLS_FORBIDDEN and tls_mode != "none":
-        raise UsageError(f"{scenario.name} is plain HTTP: --tls-mode none")
+    check_scenario_tls(scenario, tls_mode != "none", "--tls-mode edge (or passthrough / reencrypt with haproxy)",
+                       "--tls-mode none")
+
+
+def check_scenario_tls(scenario: Scenario, tls: bool, with_tls: str, without_tls: str) -> None:
+    """Refuse a scenario its TLS or plain HTTP contradicts; `with_tls` and `without_tls` say how to give either."""
+    if scenario.tls == TLS_REQUIRED and not tls:
+        raise UsageError(f"{scenario.name} needs TLS: {with_tls}")
+    if scenario.tls == TLS_FORBIDDEN and tls:
+        raise UsageError(f"{scenario.name} is plain HTTP: {without_tls}")
