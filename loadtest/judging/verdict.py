@@ -7,8 +7,8 @@ from .. import paths
 
 _verdict = paths.pod_module("loadtest_verdict")
 
-Sample, Window, Verdict, judge, generator_limit, CAUSES = (
-    _verdict.Sample, _verdict.Window, _verdict.Verdict, _verdict.judge, _verdict.generator_limit, _verdict.CAUSES)
+Sample, Window, Verdict, judge, CAUSES = (
+    _verdict.Sample, _verdict.Window, _verdict.Verdict, _verdict.judge, _verdict.CAUSES)
 THRESHOLDS = _verdict.THRESHOLDS
 SATURATED_CPU, THROTTLED, SATURATED_SHARE, CONTENDED = (
     _verdict.SATURATED_CPU, _verdict.THROTTLED, _verdict.SATURATED_SHARE, _verdict.CONTENDED)
