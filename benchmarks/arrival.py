@@ -32,8 +32,10 @@ from generators import GENERATOR_CPU, TARGET_CPU, Target, spread  # a sibling sc
 from steadiness import Steadiness, slowest_ms
 from steadiness import measure as cpu_steadiness  # and the host's CPUs, checked the same way
 
+from loadtest_shared import checks, verdict
+
 from loadtest.errors import RunFailed
-from loadtest.judging import checks, locuststats, verdict
+from loadtest.judging import locuststats
 from loadtest.runtime import localrun, tools, vegeta
 from loadtest.runtime.locust import command as locust_command
 from loadtest.runtime.locust import with_plugin
@@ -69,7 +71,7 @@ class Step:
 
     @property
     def held(self) -> bool:
-        return arrival.held(self.offered, self.achieved) and self.late_share < LATE_MAX
+        return checks.held(self.offered, self.achieved) and self.late_share < LATE_MAX
 
 
 def locust_step(url: str, rate: float, seconds: int, workdir: Path) -> Step:

@@ -30,8 +30,9 @@ from urllib.parse import urlsplit
 import psutil
 from steadiness import measure as cpu_steadiness  # a sibling script
 
+from loadtest_shared import checks
+
 from loadtest import paths
-from loadtest.judging import checks
 from loadtest.runtime.cpu import cpu_seconds, process_tree
 from loadtest.runtime.locust import command as locust_command
 from loadtest.runtime.locust import with_plugin

@@ -37,9 +37,10 @@ import psutil
 import swarm  # a sibling script
 from generators import GENERATOR_CPU, TARGET_CPU, Target, min_median_max
 
+from loadtest_shared import checks
+
 from loadtest import paths
 from loadtest.errors import RunFailed
-from loadtest.judging import checks
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import LOCAL_HOST, Processes, free_port, stop
 from loadtest.workload import scenarios

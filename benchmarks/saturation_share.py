@@ -23,8 +23,10 @@ from pathlib import Path
 
 import psutil
 
+from loadtest_shared import checks, verdict
+
 from loadtest.errors import RunFailed
-from loadtest.judging import checks, locuststats, verdict
+from loadtest.judging import locuststats
 from loadtest.runtime.cpu import CpuQuotaError, CpuQuotas
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes

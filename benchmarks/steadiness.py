@@ -22,8 +22,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from loadtest_shared import checks
+
 from loadtest.errors import RunFailed
-from loadtest.judging import checks
 
 CHECK_S = 3.0  # the benchmarks' check before each run
 SLOW_FACTOR = 3

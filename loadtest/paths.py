@@ -7,11 +7,8 @@ The first of these that holds `charts/loadtest/Chart.yaml` is loadtest's home:
 """
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 from .errors import ResourcesNotFound, UsageError
 
@@ -45,6 +42,7 @@ LOCUSTFILES = CHART / "charts" / "locust" / "locustfiles"  # the scenarios, what
 # The product's own modules the pods load beside a scenario (metrics, checks, judge, results, the open model,
 # LeanHttpUser): one ConfigMap mounts both folders' files in one place.
 PLUGIN = CHART / "charts" / "locust" / "plugin"
+SHARED = PLUGIN / "loadtest_shared"  # the package the pods and this CLI share
 DASHBOARDS = CHART / "charts" / "monitoring" / "dashboards"
 RULES_FILE = CHART / "charts" / "monitoring" / "rules" / "loadtest.rules.yaml"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loadtest"
@@ -99,18 +97,3 @@ def check_output(option: str, path: Path, folder: bool = True) -> None:
     except OSError as e:
         raise UsageError(f"{option} {path}: nothing can be written in {ancestor} ({e.strerror}); give another path") \
             from None
-
-
-def pod_module(name: str) -> ModuleType:
-    """A standard-library module of plugin/ that the chart's pods load too (the one implementation of what a pod
-    and this package both do), loaded once under its own name, as the pods import it."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, PLUGIN / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up by name
-        sys.path.insert(0, str(PLUGIN))  # its own imports of its siblings, as in the pod
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(PLUGIN))
-    return sys.modules[name]

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import re
 
-from . import paths
+from loadtest_shared import units as durations  # the one parser of durations, the pods' too
+
 from .errors import UsageError
 
-_units = paths.pod_module("loadtest_units")  # the one parser of durations, the pods' too
-DURATION_FORMS = _units.DURATION_FORMS
 
 _CPU = re.compile(r"^(?:(\d+)m|(\d+(?:\.\d+)?))$")
 # Kubernetes' memory quantities: bytes, a binary or decimal suffix, or an exponent (1e9), as the API server writes a
@@ -50,11 +49,12 @@ def memory(mib: int) -> str:
 
 
 def parse_duration_s(text: str, option: str = "--run-time") -> int:
-    """'20', '20s', '2m', '1h30m' -> whole seconds (loadtest_units' forms); `option` names the flag in the error."""
+    """'20', '20s', '2m', '1h30m' -> whole seconds (loadtest_shared.units' forms); `option` names the flag in the
+    error."""
     try:
-        seconds = _units.seconds(text)
+        seconds = durations.seconds(text)
     except ValueError:
         seconds = None
     if seconds is None or seconds != int(seconds):
-        raise UsageError(f"{option}: {text!r} is not like {_units.DURATION_FORMS} in whole seconds")
+        raise UsageError(f"{option}: {text!r} is not like {durations.DURATION_FORMS} in whole seconds")
     return int(seconds)

@@ -5,11 +5,16 @@ import hashlib
 import pathlib
 import re
 import subprocess
+import sys
 
 import pytest
 
+from loadtest import paths
 from loadtest.runtime import tools
 from loadtest.runtime.cluster import pods, wait_for
+
+# The pods' modules, imported by name as the pods import them (the chart's ConfigMap folder is on their PYTHONPATH).
+sys.path.insert(0, str(paths.PLUGIN))
 
 LAYERS = ("unit", "chart", "cluster", "dataplane", "node", "faults", "journeys")
 

@@ -16,8 +16,10 @@ from typing import Callable, TypeVar
 import pytest
 import yaml
 
+from loadtest_shared import checks, results, verdict
+
 from loadtest import commands
-from loadtest.judging import checks, runresult, verdict
+from loadtest.judging import runresult
 
 T = TypeVar("T")
 
@@ -105,11 +107,11 @@ def write_run(folder: Path, rps: float = 1000.0, p95: float = 100.0, kind: str =
               target: str = "haproxy") -> Path:
     """A run's folder as `loadtest run` writes it (result.json, checks.xml, summary.md), with all requests' figures:
     `rps` for `seconds`, a p95 of `p95` ms (the p50 half of it, the p99 twice it)."""
-    percentiles = {f: p95 / 2 for f in checks.language.PERCENTILES.values()}
+    percentiles = {f: p95 / 2 for f in checks.PERCENTILES.values()}
     percentiles.update({0.95: p95, 0.99: p95 * 2, 0.999: p95 * 3})
     figures = {checks.AGGREGATED: checks.Figures(checks.AGGREGATED, requests=int(rps * seconds), failures=failures,
                                                  rps=rps, avg_ms=p95 / 3, max_ms=p95 * 4, percentiles_ms=percentiles)}
-    report = runresult.RunReport({"scenario": "keepalive_1kb", "target": target}, started=started,
+    report = results.RunReport({"scenario": "keepalive_1kb", "target": target}, started=started,
                                  ended=started + seconds, figures=figures, verdict=verdict.Verdict(kind, "why", "recorded"),
                                  incomplete=incomplete)
     runresult.write(report, folder)

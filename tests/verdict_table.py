@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loadtest.judging import verdict
-from loadtest.judging.verdict import Sample
+from loadtest_shared.verdict import Sample
+from loadtest_shared import verdict
 
 
 @dataclass(frozen=True)

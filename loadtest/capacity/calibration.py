@@ -15,9 +15,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loadtest_shared import verdict
+
 from .. import paths
 from ..errors import UsageError
-from ..judging import verdict
 from ..workload.scenarios import SCENARIOS, TLS_EITHER, Scenario
 
 DEFAULT_FILE = paths.CACHE / "calibration.json"

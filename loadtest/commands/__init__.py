@@ -1,12 +1,14 @@
 """`loadtest`: size Locust workers for a node type, plan and calibrate, run the local stack, sweep, keep the chart's
 generated files in step. Every command ends its --help with the exit codes, one table for all (EXIT_CODES in
-plugin/loadtest_checks.py).
+loadtest_shared/checks.py).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+
+from loadtest_shared import checks
 
 from ..errors import RunFailed, UsageError
 
@@ -15,8 +17,6 @@ COMMANDS = ("catalog", "size", "plan", "calibrate", "local", "run", "sweep", "tu
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..judging import checks  # finds the chart (loadtest.paths): main turns a failure into a message
-
     parser = argparse.ArgumentParser(prog="loadtest", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_text(),
@@ -58,8 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"loadtest: error: {e}", file=sys.stderr)
         return 2
-    from ..judging import checks  # found by paths, which build_parser has just proved
-
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import locust
 
+from loadtest_shared import checks
+
 from .. import paths, units
 from ..capacity import calibration
 from ..errors import UsageError
-from ..judging import checks
 from ..runtime import calibrate, localrun
 from ..runtime.cpu import cpu_model
 from ..workload import scenarios

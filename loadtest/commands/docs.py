@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sys
 
+from loadtest_shared import checks
+
 from .. import paths
 from ..generate import chartreadme, chartversion, committed, layout
-from ..judging import checks
 
 
 def expected() -> dict:

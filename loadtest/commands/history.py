@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loadtest_shared import checks
+
 from .. import paths
 from ..errors import UsageError
-from ..judging import checks, history
+from ..judging import history
 from ..runtime import store
 from ..runtime.release import Release
 from . import types

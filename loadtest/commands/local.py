@@ -21,10 +21,11 @@ from pathlib import Path
 
 import psutil
 
+from loadtest_shared import checks, results, verdict
+
 from .. import paths, units
 from ..errors import UsageError
 from ..capacity import calibration, machine
-from ..judging import checks, runresult, verdict
 from ..runtime import cpu, localrun
 from ..workload import arrival, scenarios, targets
 from . import owntest, types
@@ -43,7 +44,7 @@ def print_result(r: localrun.Result, out=print) -> None:
     if r.arrival:
         a = r.arrival
         out(f"  RPS              {r.rps:,.0f} of {a.offered_rps:,g} offered ({r.rps / a.offered_rps:.1%}"
-            f"{'' if arrival.held(a.offered_rps, r.rps) else ': the rate was not held'})")
+            f"{'' if checks.held(a.offered_rps, r.rps) else ': the rate was not held'})")
         out(f"  late starts      {a.describe_late()}")
         out(f"  response time    p50 / p95 / p99 / p99.9  {r.p50_ms:g} / {r.p95_ms:g} / {r.p99_ms:g} / "
             f"{r.p999_ms:g} ms (from each request's slot)")
@@ -64,7 +65,7 @@ def print_result(r: localrun.Result, out=print) -> None:
     if r.host_cpu is not None:
         out(f"  machine CPU      {r.host_cpu:.0%} of {psutil.cpu_count()} core(s) busy")
     out(f"  verdict          {f'{v.kind}: {v.reason}' if v else 'none: no steady window to judge'}")
-    for line in runresult.files.faults_lines(r.faults)[:-1] if r.faults else ():
+    for line in results.faults_lines(r.faults)[:-1] if r.faults else ():
         out(f"  {line}")
 
 

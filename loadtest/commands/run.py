@@ -26,16 +26,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from loadtest_shared import checks, results
+
 from .. import paths, units
 from ..errors import RunFailed, UsageError
-from ..judging import checks, compare, locuststats, runresult
+from ..judging import compare, locuststats, runresult
 from ..runtime import localrun, release, releaserun
 from . import local, types
 
 RUNS = Path("runs")
 
 
-def print_outcomes(report: runresult.RunReport, files: dict[str, Path], out=print) -> None:
+def print_outcomes(report: results.RunReport, files: dict[str, Path], out=print) -> None:
     for outcome in report.outcomes:
         out(f"  check            {outcome.describe()}")
     code = report.exit_code
@@ -44,14 +46,14 @@ def print_outcomes(report: runresult.RunReport, files: dict[str, Path], out=prin
         "report.html, stats*.csv, series.csv)")
 
 
-def hold_to_baseline(report: runresult.RunReport, out: Path, say=print) -> None:
+def hold_to_baseline(report: results.RunReport, out: Path, say=print) -> None:
     """A finished run in a store with a pinned baseline is held to it as the chart's master holds its run (one
-    implementation, loadtest_results.hold_to): the comparison goes into its result.json, checks.xml and summary, and
-    a regression makes its exit code 1; the comparison's table is kept beside them (baseline.md)."""
-    pinned = runresult.files.read_baseline(str(out.parent))
+    implementation, loadtest_shared.results.hold_to): the comparison goes into its result.json, checks.xml and
+    summary, and a regression makes its exit code 1; the comparison's table is kept beside them (baseline.md)."""
+    pinned = results.read_baseline(str(out.parent))
     if pinned is None or pinned[0] == out.name:
         return
-    report.baseline = held = runresult.files.hold_to(pinned, report.to_json())
+    report.baseline = held = results.hold_to(pinned, report.to_json())
     paths.write_text(out / "baseline.md", compare.markdown(
         compare.Comparison("run", out.parent / held.run, out, held.figures, held.invalid)))
     say(f"  baseline         {held.describe()} (baseline.md)")
@@ -60,10 +62,10 @@ def hold_to_baseline(report: runresult.RunReport, out: Path, say=print) -> None:
 def run(args) -> int:
     if any(not text.strip() for text in args.check):
         raise UsageError("--check '': give a check such as 'p95<200ms', or leave --check out")
-    judged = checks.parse(args.check)
+    judged = types.parse_checks(args.check)
     if any(not text.strip() for text in args.abort_on):
         raise UsageError("--abort-on '': give a condition such as 'fail_ratio>5%', or leave --abort-on out")
-    aborts = checks.parse(args.abort_on, "--abort-on")
+    aborts = types.parse_checks(args.abort_on, "--abort-on")
     if args.release:
         if args.arrival_rate:
             raise UsageError("--arrival-rate with --release: a release's rate is its chart value; helm upgrade "
@@ -78,7 +80,7 @@ def run(args) -> int:
         result = local.start(args, plan, out, abort_on=[a.text for a in aborts])
         stopped = (result.faults or {}).get("stopped_early")
         return Ran(
-            runresult.RunReport(
+            results.RunReport(
                 localrun.conditions(result, args.spawn_rate or plan.users, args.wait, args.host), 0, 0,
                 verdict=result.verdict,
                 cpu={"worker_cpu": result.worker_cpu, "target_cpu_cores": result.target_cpu,
@@ -91,7 +93,8 @@ def run(args) -> int:
             offered_rps=result.arrival.offered_rps if result.arrival else None,
             # A run its --abort-on condition stopped failed that condition, whatever its checks say of the time
             # before.
-            stops=[checks.abort_outcome(checks.parse([stopped["check"]])[0], stopped["measured"])] if stopped else [],
+            stops=([checks.abort_outcome(types.parse_checks([stopped["check"]])[0], stopped["measured"])]
+                   if stopped else []),
             show=lambda report: local.print_result(result),
             invalid=("workers were lost while every user ran (see the verdict and faults in result.json); run again"
                      if result.steady.losses else "the generator was the limit; add workers or cores and run again"))
@@ -106,10 +109,10 @@ class Ran:
     it is held to (the open model's), outcomes beside the checks', how it prints itself, and why a generator-bound
     run is invalid."""
 
-    report: runresult.RunReport
+    report: results.RunReport
     offered_rps: float | None = None
     stops: list = field(default_factory=list)
-    show: Callable[[runresult.RunReport], None] = lambda report: None
+    show: Callable[[results.RunReport], None] = lambda report: None
     invalid: str = "the generator was the limit; add workers or cores and run again"
 
 
@@ -128,7 +131,7 @@ def judged_run(out: Path, force: bool, conditions: dict[str, str], judged: list[
             raise
         why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e).splitlines()[0]
         figures = locuststats.figures(out / "stats.json")
-        runresult.write(runresult.RunReport(conditions, started, time.time(), figures,
+        runresult.write(results.RunReport(conditions, started, time.time(), figures,
                                             checks.judge(judged, figures), incomplete=why), out)
         print(f"loadtest run: ended early ({why}); what was measured is in {out}, marked incomplete",
               file=sys.stderr)
@@ -160,13 +163,13 @@ def run_release(args, judged: list[checks.Check]) -> int:
     def run_on_release(out: Path) -> Ran:
         result = releaserun.run(target, args.users, args.spawn_rate, run_time_s, out)
 
-        def show(report: runresult.RunReport) -> None:
+        def show(report: results.RunReport) -> None:
             for note in result.notes:
                 print(f"  note             {note}")
             if report.verdict:
                 print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
 
-        return Ran(runresult.RunReport(result.conditions, 0, 0, verdict=result.verdict, cpu=result.cpu,
+        return Ran(results.RunReport(result.conditions, 0, 0, verdict=result.verdict, cpu=result.cpu,
                                        window=result.window, judged=result.judged),
                    offered_rps=result.offered_rps, show=show,
                    invalid="the generator was the limit; add workers or give each a whole core (helm upgrade "

@@ -27,9 +27,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from loadtest_shared import checks
+
 from .. import paths
 from ..errors import UsageError
-from ..judging import checks, tuning
+from ..judging import tuning
 from ..runtime import tune
 from ..runtime.prom import Prometheus
 from ..runtime.release import Release

@@ -9,9 +9,11 @@ import re
 import urllib.parse
 from pathlib import Path
 
+from loadtest_shared import checks
+from loadtest_shared import units as durations
+
 from .. import units
 from ..errors import UsageError
-from ..judging import checks
 
 # Helm's release names and Kubernetes namespaces: DNS-1123 (a release name at most 53 characters).
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -69,11 +71,19 @@ def with_defaults(p, *options: dict[str, str]) -> None:
     p.set_defaults(defaults={dest: p.get_default(dest) for group in options for dest in group.values()})
 
 
+def parse_checks(texts: list[str], option: str = "--check") -> list[checks.Check]:
+    """The checks given with `option` (the check language: `p95<200ms`), or a UsageError naming it and the fix."""
+    try:
+        return checks.parse_all(texts)
+    except checks.CheckError as e:
+        raise UsageError(f"{option}: {e}") from None
+
+
 def latency_ms(text: str) -> float:
     """A latency like 200ms or 0.5s, in milliseconds: the check language's units (`p99<200ms`)."""
     try:
-        milliseconds = checks.parse([f"p99<{text}"])[0].limit
-    except UsageError:
+        milliseconds = checks.parse_all([f"p99<{text}"])[0].limit
+    except checks.CheckError:
         milliseconds = 0.0
     if not milliseconds > 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a latency above 0 like 200ms or 0.5s")
@@ -86,7 +96,7 @@ def duration(minimum_s: int = 1):
         try:
             seconds = units.parse_duration_s(text)
         except UsageError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not like {units.DURATION_FORMS}") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not like {durations.DURATION_FORMS}") from None
         if seconds < minimum_s:
             raise argparse.ArgumentTypeError(f"{text}: give at least {minimum_s} s")
         return text

@@ -25,8 +25,10 @@ from grafana_foundation_sdk.models.dashboard import (DashboardCursorSync, Dashbo
                                                      DynamicConfigValue, Threshold, ThresholdsMode, VariableRefresh,
                                                      VariableSort)
 
+from loadtest_shared import verdict
+
 from .. import paths
-from ..judging import rules, tuning, verdict
+from ..judging import rules, tuning
 from . import committed
 
 FOLDER = paths.DASHBOARDS
@@ -50,7 +52,7 @@ OPEN_MODEL_ONLY = ("locust_arrival_rate_", "locust_service_time_", "locust_worke
 def rule(name: str) -> str:
     """A recording rule of the saturation rules file, by name."""
     if name not in rules.recorded():
-        raise KeyError(f"{rules.RULES_FILE} records no {name}")
+        raise KeyError(f"{paths.RULES_FILE} records no {name}")
     return name
 
 

@@ -10,15 +10,37 @@ from pathlib import Path
 
 from .. import paths
 
-# The floors, top down: a module imports only from its own floor or below. Every other folder is the core, floor 0.
+# The floors, top down: a module imports only from its own floor or below. Every other folder is the core, floor 0;
+# under it the package the chart's pods share with the CLI (loadtest_shared: the standard library only), floor -1.
 FLOORS = {"commands": 2, "runtime": 1}
-FLOOR_NAMES = {2: "command line", 1: "runtime", 0: "core"}
+SHARED = "loadtest_shared"
+FLOOR_NAMES = {2: "command line", 1: "runtime", 0: "core", -1: "shared with the pods"}
+# The core's concerns, top down: one imports only from those below it and from the package's top-level modules
+# (paths, units, errors), level 0.
+CORE_CONCERNS = ("generate", "judging", "capacity", "workload")
 
 
 def floor(module: str) -> int:
-    """A module's floor, by its dotted name (loadtest.runtime.localrun: 1)."""
+    """A module's floor, by its dotted name (loadtest.runtime.localrun: 1; loadtest_shared.verdict: -1)."""
     parts = module.split(".")
+    if parts[0] == SHARED:
+        return -1
     return FLOORS.get(parts[1], 0) if len(parts) > 1 else 0
+
+
+def level(module: str) -> int:
+    """A core module's level among the core's concerns (loadtest.judging.knee: 3; loadtest.units: 0)."""
+    parts = module.split(".")
+    concern = parts[1] if len(parts) > 1 else None
+    return len(CORE_CONCERNS) - CORE_CONCERNS.index(concern) if concern in CORE_CONCERNS else 0
+
+
+def may_import(module: str, imported: str) -> bool:
+    """Whether `module` may import `imported`: from a lower floor, or, on its own floor, from anywhere in the command
+    line and the runtime, and in the core from its own concern or one below."""
+    if floor(imported) != floor(module):
+        return floor(imported) < floor(module)
+    return floor(module) != 0 or level(imported) <= level(module)
 
 
 def first_sentence(path: Path) -> str:
@@ -41,7 +63,11 @@ def table(package: Path = paths.PACKAGE) -> str:
         modules = "; ".join(f"`{p.stem}`: {first_sentence(p)}" for p in sorted(folder.glob("*.py"))
                             if p.name not in ("__init__.py", "__main__.py"))
         rows.append(f"| `{name}` | {FLOOR_NAMES[floor('.'.join(['loadtest', *parts]))]} | {what} | {modules} |")
+    shared = "; ".join(f"`{p.stem}`: {first_sentence(p)}" for p in sorted(paths.SHARED.glob("*.py"))
+                       if p.name != "__init__.py")
+    rows.append(f"| `plugin/{SHARED}/` | {FLOOR_NAMES[-1]} | {first_sentence(paths.SHARED / '__init__.py')} (its "
+                f"own ConfigMap in the pods, an installed package for the CLI) | {shared} |")
     plugin = "; ".join(f"`{p.stem}`: {first_sentence(p)}" for p in sorted(paths.PLUGIN.glob("*.py")))
     rows.append(f"| `plugin/` | pods | what the chart's Locust pods load beside a scenario (one ConfigMap with "
-                f"`locustfiles/`); the package loads its standard-library modules (paths.pod_module) | {plugin} |")
+                f"`locustfiles/`), on Locust and `{SHARED}` | {plugin} |")
     return "\n".join(rows)

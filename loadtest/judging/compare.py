@@ -11,17 +11,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
-from ..errors import UsageError
-from . import checks
+# The arithmetic of a run against another is the pods' too (a scheduled run held to its baseline).
+from loadtest_shared import checks, results, units
 
-# The arithmetic of a run against another is the pods' too (a scheduled run held to its baseline): one
-# implementation, standard library only, in plugin/loadtest_results.py.
-_runs = paths.pod_module("loadtest_results")
-Limits, Figure, change, _rps_p95 = _runs.Limits, _runs.Figure, _runs.change, _runs.rps_p95
-_units = paths.pod_module("loadtest_units")
-# What `loadtest compare` holds a change to unless told otherwise; `loadtest tune` judges its change by them too.
-DEFAULT_LIMITS = _runs.DEFAULT_LIMITS
+from ..errors import UsageError
+
 
 
 @dataclass(frozen=True)
@@ -29,7 +23,7 @@ class Comparison:
     kind: str  # "run" or "sweep"
     baseline: Path
     current: Path
-    figures: list[Figure]
+    figures: list[results.Figure]
     invalid: str | None  # why the comparison cannot be read (a generator-bound side), if it cannot
 
     @property
@@ -46,7 +40,7 @@ class Comparison:
 def parse_share(text: str, option: str, at_most: float | None = None) -> float:
     """5% or 0.05, as a fraction; `at_most` (a fraction) where a larger share cannot happen (a drop above 100 %)."""
     try:
-        value = _units.share(text)
+        value = units.share(text)
     except ValueError as e:
         raise UsageError(f"{option} {e}".strip()) from None
     if at_most is not None and value > at_most:
@@ -66,10 +60,10 @@ def load(path: Path) -> tuple[str, dict]:
     raise UsageError(f"{path}: no result.json (a `loadtest run` folder) or sweep.json (a `loadtest sweep` report)")
 
 
-def runs(base: dict, cur: dict, limits: Limits) -> tuple[list[Figure], str | None]:
+def runs(base: dict, cur: dict, limits: results.Limits) -> tuple[list[results.Figure], str | None]:
     try:
-        return _runs.compare_runs(base, cur, limits)
-    except _runs.Incomparable as e:
+        return results.compare_runs(base, cur, limits)
+    except results.Incomparable as e:
         raise UsageError(str(e)) from None
 
 
@@ -83,7 +77,7 @@ def knee_load(sweep: dict) -> float | None:
     return sweep["steps"][number - 1]["load"] if number else None
 
 
-def sweeps(base: dict, cur: dict, limits: Limits) -> tuple[list[Figure], str | None]:
+def sweeps(base: dict, cur: dict, limits: results.Limits) -> tuple[list[results.Figure], str | None]:
     if base.get("sweep_of") != cur.get("sweep_of"):
         raise UsageError(f"the baseline sweeps {base.get('sweep_of')} and the current one {cur.get('sweep_of')}: "
                          "compare sweeps of the same kind")
@@ -101,18 +95,18 @@ def sweeps(base: dict, cur: dict, limits: Limits) -> tuple[list[Figure], str | N
         return [], "the baseline sweep has no capacity step (it failed from its first step): no baseline to hold to"
     knee_b, knee_c = knee_load(base), knee_load(cur)
     if c is None:  # the knee at the first step: nothing held up
-        figures = [Figure("capacity RPS", b["rps"], None, None, "a capacity step", True)]
+        figures = [results.Figure("capacity RPS", b["rps"], None, None, "a capacity step", True)]
     else:
-        figures = _rps_p95("capacity", (b["rps"], b["p95_ms"]), (c["rps"], c["p95_ms"]), limits)
+        figures = results.rps_p95("capacity", (b["rps"], b["p95_ms"]), (c["rps"], c["p95_ms"]), limits)
     # A knee at a lower load, or a knee where the baseline's whole range had none.
     moved = knee_c is not None and (knee_c < knee_b if knee_b is not None
                                     else knee_c <= max(s["load"] for s in base["steps"]))
-    figures.append(Figure(f"knee ({base['sweep_of']})", knee_b, knee_c, change(knee_b, knee_c),
+    figures.append(results.Figure(f"knee ({base['sweep_of']})", knee_b, knee_c, results.change(knee_b, knee_c),
                           "not at a lower load", moved))
     return figures, None
 
 
-def compare(baseline: Path, current: Path, limits: Limits) -> Comparison:
+def compare(baseline: Path, current: Path, limits: results.Limits) -> Comparison:
     kind_b, base = load(baseline)
     kind_c, cur = load(current)
     if kind_b != kind_c:

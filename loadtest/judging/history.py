@@ -15,11 +15,11 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
-from . import checks, compare, runresult, sweepreport
-from .runresult import RESULT, SUMMARY
+from loadtest_shared import checks, results
 
-BASELINE = runresult.files.BASELINE  # the file the chart's master reads its baseline from too
+from ..errors import UsageError
+from . import compare, sweepreport
+
 # Locust's statistics so far (--csv PREFIX writes PREFIX_stats.csv): the chart's judged master and `loadtest run`
 # use the prefix `stats`.
 LOCUST_STATS = "stats_stats.csv"
@@ -78,7 +78,7 @@ def _so_far(folder: Path) -> dict:
 
 def _run(folder: Path) -> Run | None:
     try:
-        data = json.loads((folder / RESULT).read_text())
+        data = json.loads((folder / results.RESULT).read_text())
         figures = data["figures"].get(checks.AGGREGATED) or ({} if data.get("complete") else _so_far(folder))
         outcomes = data.get("checks", [])
         return Run(folder.name, float(data["started"]), data["conditions"].get("scenario", ""),
@@ -100,7 +100,7 @@ def runs(store: Path) -> list[Run]:
 
 def baseline(store: Path) -> str | None:
     """The pinned baseline run's folder name, if one is pinned."""
-    file = store / BASELINE
+    file = store / results.BASELINE
     return file.read_text().strip() or None if file.is_file() else None
 
 
@@ -112,7 +112,7 @@ def pin(store: Path, folder: str, known: list[Run]) -> Run:
                          f"{', '.join(r.folder for r in known) or 'none'}")
     if why := run.can_be_baseline:
         raise UsageError(f"--baseline {folder}: {why}; pin a complete run the target, not the generator, limited")
-    sweepreport.replace_file(store / BASELINE, run.folder + "\n")
+    sweepreport.replace_file(store / results.BASELINE, run.folder + "\n")
     return run
 
 
@@ -121,10 +121,10 @@ def against_baseline(store: Path, current: Path) -> compare.Comparison | None:
     pinned = baseline(store)
     if pinned is None or pinned == current.name:
         return None
-    if not (store / pinned / RESULT).is_file():
-        raise UsageError(f"{store / BASELINE} names {pinned}, which holds no {RESULT}: pin another with "
-                         f"`loadtest history --store {store} --baseline RUN`")
-    return compare.compare(store / pinned, current, compare.DEFAULT_LIMITS)
+    if not (store / pinned / results.RESULT).is_file():
+        raise UsageError(f"{store / results.BASELINE} names {pinned}, which holds no {results.RESULT}: pin another "
+                         f"with `loadtest history --store {store} --baseline RUN`")
+    return compare.compare(store / pinned, current, results.DEFAULT_LIMITS)
 
 
 def _cell(value: float | None, fmt: str) -> str:
@@ -170,7 +170,7 @@ def html_page(store: Path, known: list[Run], pinned: str | None, against: dict[s
         f"<td>{_cell(r.p95_ms, 'g')}</td><td>{_cell(r.fail_ratio, '.2%')}</td><td>{html.escape(r.verdict or '-')}</td>"
         f"<td>{r.checks_passed} passed, {r.checks_failed} failed</td><td>{'' if r.complete else 'incomplete'}</td>"
         f"<td>{html.escape(against.get(r.folder, ''))}</td>"
-        f"<td>{link(r, 'report.html', 'Locust report')} {link(r, SUMMARY, 'summary')}</td></tr>"
+        f"<td>{link(r, 'report.html', 'Locust report')} {link(r, results.SUMMARY, 'summary')}</td></tr>"
         for n, r in enumerate(known, 1))
     head = ("<th>#</th><th>run</th><th>time</th><th>scenario</th><th>RPS</th><th>p95 ms</th><th>failures</th>"
             "<th>verdict</th><th>checks</th><th></th><th>vs baseline</th><th>reports</th>")

@@ -4,7 +4,7 @@ Pure functions over measured steps, shared by the sweep (to stop early) and the 
 A step measured while the generator was saturated says nothing about the target, so it can never be the capacity.
 
 In the open model (an arrival-rate sweep: each step offers a rate) the knee is also the first step whose rate was not
-held: fewer than arrival.ACHIEVED_SHARE of the offered requests per second answered over its window. Below it the RPS
+held: fewer than verdict.ACHIEVED_SHARE of the offered requests per second answered over its window. Below it the RPS
 follows the offered rate by construction, so "RPS stopped rising" comes later, if ever, than the rate slipping.
 With a latency bound (`loadtest sweep --max-p99`, an SLO), the knee is also the first step whose p99 left it.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..workload import arrival
-from . import verdict
+from loadtest_shared import checks, verdict
+
 
 # RPS that grows by less than this share while the offered load grows is flat.
 FLAT_RPS_GAIN = 0.05
@@ -21,7 +21,6 @@ FLAT_RPS_GAIN = 0.05
 LATENCY_GROWTH = 0.25
 # A step failing more requests than this share is past the target's capacity, whatever its RPS (failures count in
 # it, and fast errors inflate it); the alerts' threshold.
-FAILURE_RATIO = verdict.FAILURE_RATIO
 
 
 @dataclass(frozen=True)
@@ -58,12 +57,12 @@ def is_knee(previous: Step, step: Step) -> bool:
 
 
 def failing(step: Step) -> bool:
-    return step.failure_ratio > FAILURE_RATIO
+    return step.failure_ratio > verdict.FAILURE_RATIO
 
 
 def rate_slipped(step: Step) -> bool:
-    """Open model: the step answered fewer than arrival.ACHIEVED_SHARE of the requests per second it offered."""
-    return step.offered_rps is not None and not arrival.held(step.offered_rps, step.rps)
+    """Open model: the step answered fewer than verdict.ACHIEVED_SHARE of the requests per second it offered."""
+    return step.offered_rps is not None and not checks.held(step.offered_rps, step.rps)
 
 
 def over_bound(step: Step) -> bool:
@@ -79,7 +78,7 @@ def knee_reason(step: Step) -> str:
         return f"p99 {step.p99_ms:g} ms, over the bound of {step.p99_bound_ms:g} ms"
     if rate_slipped(step):
         return (f"the rate was not held ({step.rps:,.0f} of {step.offered_rps:,g} requests/s offered, "
-                f"{step.rps / step.offered_rps:.1%}, under {arrival.ACHIEVED_SHARE:.0%})")
+                f"{step.rps / step.offered_rps:.1%}, under {verdict.ACHIEVED_SHARE:.0%})")
     return "RPS stopped rising while p95 grew"
 
 

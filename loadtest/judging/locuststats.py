@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from loadtest_shared import checks
 
-from . import checks
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The saturation rules (the monitoring chart's rules/loadtest.rules.yaml): where they are and what they record.
 
 Prometheus evaluates them in the chart and in the tests, and the dashboards draw their series. Their thresholds and
-their verdict are the verdict's (plugin/loadtest_verdict.py: THRESHOLDS, CAUSES), and their advice tune's
+their verdict are the verdict's (plugin/loadtest_shared/verdict.py: THRESHOLDS, CAUSES), and their advice tune's
 (loadtest/judging/tuning.py: ADVICE), written into the file by `loadtest values` (with_thresholds, with_verdict).
 """
 from __future__ import annotations
@@ -11,16 +11,17 @@ import re
 
 import yaml
 
-from .. import paths
-from . import tuning, verdict
+from loadtest_shared import verdict
 
-RULES_FILE = paths.RULES_FILE
+from .. import paths
+from . import tuning
+
 
 
 @functools.cache
 def rules() -> tuple[dict, ...]:
     """Every rule of the file, recording rules and alerts, in file order."""
-    return tuple(rule for group in yaml.safe_load(RULES_FILE.read_text())["groups"] for rule in group["rules"])
+    return tuple(rule for group in yaml.safe_load(paths.RULES_FILE.read_text())["groups"] for rule in group["rules"])
 
 
 def recorded() -> list[str]:
@@ -28,7 +29,7 @@ def recorded() -> list[str]:
     return list(dict.fromkeys(rule["record"] for rule in rules() if "record" in rule))
 
 
-VERDICT_BEGIN = "      # verdict:begin (written by `loadtest values` from plugin/loadtest_verdict.py's CAUSES; edit them there)\n"
+VERDICT_BEGIN = "      # verdict:begin (written by `loadtest values` from plugin/loadtest_shared/verdict.py's CAUSES; edit them there)\n"
 VERDICT_END = "      # verdict:end\n"
 ADVICE_BEGIN = "      # advice:begin (written by `loadtest values` from loadtest/judging/tuning.py's ADVICE; edit it there)\n"
 ADVICE_END = "      # advice:end\n"
@@ -58,7 +59,7 @@ def verdict_rules() -> str:
     holds where one of its causes does and no cause before it (the judge's order, the first cause decides)."""
     causes = verdict.CAUSES
     lines = ["      # The verdict at each steady evaluation, one series per release labelled with its kind: the first of",
-             "      # the verdict's causes (loadtest_verdict.CAUSES) that holds, in their order:",
+             "      # the verdict's causes (loadtest_shared.verdict.CAUSES) that holds, in their order:",
              *(f"      #   {c.name}: {c.kind}" for c in causes)]
     for kind in dict.fromkeys(c.kind for c in causes):
         terms = [(c.rule, [b.rule for b in causes[:i]]) for i, c in enumerate(causes) if c.kind == kind]
@@ -89,7 +90,7 @@ def advice_rules() -> str:
 def _between(text: str, begin: str, end: str, body: str) -> str:
     start, stop = text.find(begin), text.find(end)
     if start < 0 or stop < start:
-        raise ValueError(f"{RULES_FILE} has no markers {begin.strip()} ... {end.strip()}")
+        raise ValueError(f"{paths.RULES_FILE} has no markers {begin.strip()} ... {end.strip()}")
     return text[:start + len(begin)] + body + text[stop:]
 
 
@@ -102,11 +103,12 @@ def with_verdict(text: str) -> str:
 
 def with_thresholds(text: str) -> str:
     """The rules file's text with each threshold's constant (`expr: vector(0.9)` of its recording rule) written from
-    the verdict's THRESHOLDS (plugin/loadtest_verdict.py): Prometheus judges by the numbers every other path does."""
+    the verdict's THRESHOLDS (plugin/loadtest_shared/verdict.py): Prometheus judges by the numbers every other path
+    does."""
     for record, value in verdict.THRESHOLDS.items():
         text, found = re.subn(rf"(- record: {re.escape(record)}\n\s+expr: vector\()[^)]*(\))", rf"\g<1>{value:g}\g<2>",
                               text)
         if found != 1:
-            raise ValueError(f"{RULES_FILE} has no threshold rule {record} written as `- record:` then "
+            raise ValueError(f"{paths.RULES_FILE} has no threshold rule {record} written as `- record:` then "
                              "`expr: vector(…)`")
     return text

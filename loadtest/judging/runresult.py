@@ -15,17 +15,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .. import paths
-from ..errors import UsageError
+# The folder's files are written by one implementation, standard library only, which the chart's master runs too.
+from loadtest_shared import results
 
-# The folder's files are written by one implementation, standard library only, which the chart's master loads too.
-files = paths.pod_module("loadtest_results")
-RESULT, JUNIT, SUMMARY, VALIDITY_CASE = files.RESULT, files.JUNIT, files.SUMMARY, files.VALIDITY_CASE
-RunReport, junit, summary = files.RunReport, files.junit, files.summary
+from ..errors import UsageError
 
 
 def check_output(out: Path, force: bool) -> None:
-    if (out / RESULT).exists() and not force:
+    if (out / results.RESULT).exists() and not force:
         raise UsageError(f"--output {out} holds an earlier run: give another folder, or --force to replace it")
 
 
@@ -39,6 +36,6 @@ def new_folder(base: Path, name: str, now: float | None = None) -> Path:
     return folder
 
 
-def write(report: RunReport, out: Path, suite: str = "loadtest run") -> dict[str, Path]:
+def write(report: results.RunReport, out: Path, suite: str = "loadtest run") -> dict[str, Path]:
     """Write (or rewrite) the folder's judged files, each replaced whole."""
-    return {kind: Path(path) for kind, path in files.write(report, str(out), suite).items()}
+    return {kind: Path(path) for kind, path in results.write(report, str(out), suite).items()}

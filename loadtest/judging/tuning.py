@@ -18,10 +18,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from loadtest_shared import results, verdict
+
 from .. import units
 from ..capacity import catalog, sizing
-from . import knee, verdict
-from .compare import DEFAULT_LIMITS
 
 # The diagnoses, as the rule's `advice` label names them.
 WORKERS_PENDING = "workers-pending"
@@ -357,8 +357,8 @@ class CauseAdvice:
 # Workers whose CPU limit holds them back (throttled, or below a core): _generator reads it from the snapshot, the
 # rules from this record.
 _STARVED = "loadtest:workers_starved:bool == 1"
-# The advice for each of the verdict's causes (loadtest_verdict.CAUSES, in the judge's order): advise() follows the
-# cause the judge names, and the rules' `loadtest:advice` is written from this table by `loadtest values`
+# The advice for each of the verdict's causes (loadtest_shared.verdict.CAUSES, in the judge's order): advise() follows
+# the cause the judge names, and the rules' `loadtest:advice` is written from this table by `loadtest values`
 # (judging/rules.py). A cause with no diagnosis in the rules (no sample: nothing judged) gives no series there.
 ADVICE = {
     "no-sample": CauseAdvice(_no_sample, ()),
@@ -410,10 +410,10 @@ class Outcome:
         failure threshold where they were not."""
         b, a = self.before, self.after
         out = []
-        if b.rps and a.rps is not None and a.rps < b.rps * (1 - DEFAULT_LIMITS.max_rps_drop):
+        if b.rps and a.rps is not None and a.rps < b.rps * (1 - results.DEFAULT_LIMITS.max_rps_drop):
             out.append(f"RPS fell {1 - a.rps / b.rps:.0%} ({b.rps:,.0f} -> {a.rps:,.0f}; more than "
-                       f"{DEFAULT_LIMITS.max_rps_drop:.0%} is a regression)")
-        limit = knee.FAILURE_RATIO
+                       f"{results.DEFAULT_LIMITS.max_rps_drop:.0%} is a regression)")
+        limit = verdict.FAILURE_RATIO
         if (a.fail_ratio or 0) > limit >= (b.fail_ratio or 0):
             out.append(f"failures rose to {a.fail_ratio:.2%} (from {b.fail_ratio or 0:.2%}; above {limit:.0%})")
         return out

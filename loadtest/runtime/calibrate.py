@@ -6,8 +6,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from loadtest_shared import verdict
+
 from ..capacity import calibration
-from ..judging import verdict
 from . import localrun
 
 USERS_PER_WORKER = 50

@@ -10,12 +10,10 @@ import time
 from pathlib import Path
 
 import psutil
+from loadtest_shared import cgroup  # the pods' cgroup reader: where the cpu controller is mounted
 
-from .. import paths
 from ..capacity.machine import Machine
 from ..errors import RunFailed
-
-_metrics = paths.pod_module("loadtest_metrics")  # the plugin's cgroup reader: where the cpu controller is mounted
 
 
 def process_tree(pid: int) -> list[psutil.Process]:
@@ -88,7 +86,7 @@ class CpuQuotas:
     REMOVE_TIMEOUT_S = 10
 
     def __init__(self):
-        usable = [(mount, version) for _, mount, version in _metrics.cgroup_cpu_dirs(Path("/proc/self"))
+        usable = [(mount, version) for _, mount, version in cgroup.cgroup_cpu_dirs(Path("/proc/self"))
                   if version == "v1" or "cpu" in self._controllers(mount)]
         if os.geteuid() != 0 or not usable:
             raise CpuQuotaError("CPU quotas need root and a cgroup cpu controller")

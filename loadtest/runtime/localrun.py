@@ -17,9 +17,11 @@ from pathlib import Path
 import locust
 import psutil
 
+from loadtest_shared import checks, results, verdict
+
 from .. import paths
 from ..errors import RunFailed, UsageError
-from ..judging import checks, locuststats, runresult, verdict
+from ..judging import locuststats
 from ..workload import arrival, scenarios, targets, usertest
 from . import packages, tools
 from .cpu import CpuMeter, cpu_model
@@ -128,7 +130,7 @@ class Series:
     def __init__(self, path: Path):
         self.file = path.open("w", newline="")
         self.writer = csv.writer(self.file)
-        self.writer.writerow(runresult.files.SERIES_COLUMNS)
+        self.writer.writerow(results.SERIES_COLUMNS)
         self.rates = locuststats.PerSecond()
         self.pending: list[tuple[int, list]] = []  # (second, the line's other cells) not yet counted in full
         self.last_second: int | None = None
@@ -162,7 +164,6 @@ class Series:
 
 # A second of the run is in one phase: users being spawned, every user running (the steady window, the only one
 # judged), or after the stop.
-RAMP_UP, STEADY, STOP = runresult.files.RAMP_UP, runresult.files.STEADY, runresult.files.STOP
 
 
 @dataclass(frozen=True)
@@ -203,13 +204,13 @@ class Phases:
             return None
         self.swarm_start = self.swarm_start or now
         if steady_now and self.steady_before:
-            phase = STEADY
+            phase = results.STEADY
             self.samples.append(sample)
             self.steady_end = now
         elif steady_now or state == "spawning":
-            phase = RAMP_UP
+            phase = results.RAMP_UP
         else:
-            phase = STOP
+            phase = results.STOP
             self.stopped = self.stopped or now
         if steady_now and self.steady_start is None:
             self.steady_start = now

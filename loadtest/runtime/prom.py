@@ -4,12 +4,9 @@ from __future__ import annotations
 import time
 
 import yaml
+from loadtest_shared import prometheus, units
 
-from .. import paths
 from ..errors import RunFailed
-
-_units = paths.pod_module("loadtest_units")
-_client = paths.pod_module("loadtest_prometheus")
 
 
 class PrometheusError(RunFailed):
@@ -19,13 +16,13 @@ class PrometheusError(RunFailed):
 def duration_s(text: str) -> float:
     """A Prometheus duration such as 15s, 1m30s or 500ms, in seconds."""
     try:
-        return _units.seconds(text)
+        return units.seconds(text)
     except ValueError as e:
         raise PrometheusError(f"not a Prometheus duration: {e}") from None
 
 
-class Prometheus(_client.Prometheus):
-    """The pods' client (plugin/loadtest_prometheus), with what only the CLI asks: the scrape interval from the
+class Prometheus(prometheus.Prometheus):
+    """The pods' client (loadtest_shared.prometheus), with what only the CLI asks: the scrape interval from the
     server's configuration, and waits for samples."""
 
     error = PrometheusError

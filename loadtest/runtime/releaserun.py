@@ -16,9 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loadtest_shared import results, verdict
+
 from .. import paths
 from ..errors import RunFailed, UsageError
-from ..judging import runresult, verdict
 from ..judging.locuststats import PerSecond
 from . import http_client
 from .locustweb import LocustWeb, LocustWebError
@@ -153,10 +154,10 @@ def _collect_series(prometheus: Prometheus, release: str, start: float, end: flo
         # comes within an interval (two, with a late one, as this waited on a clock before).
         prometheus.wait_stamped_since(end, 2 * step)
         columns = {name: prometheus.query_range(expr, start, end, step)
-                   for name, expr in runresult.files.series_queries(release, step).items()}
+                   for name, expr in results.series_queries(release, step).items()}
     except PrometheusError as e:
         return [f"series.csv not collected: {e}"]
-    (out / runresult.files.SERIES_CSV).write_text(runresult.files.series_csv(columns, start, end, step))
+    (out / results.SERIES_CSV).write_text(results.series_csv(columns, start, end, step))
     return []
 
 

@@ -1,7 +1,7 @@
 """A store of judged runs that is not a local folder, copied into one for `loadtest history`: a release's store (the
 PersistentVolumeClaim its scheduled runs write to, or its S3 bucket), or an S3 bucket given as s3://bucket/prefix.
 
-A bucket is read with the client the chart's master uploads with (plugin/loadtest_s3.py), the credentials from
+A bucket is read with the client the chart's master uploads with (loadtest_shared.s3), the credentials from
 the environment as the AWS SDKs take them (a release's own Secret when --release names one and the environment has
 none). A PVC is read through a short-lived pod in the release's namespace that mounts it (PSS restricted, the
 release's Locust image, gone when the copy is): `tar` over `kubectl exec`. Pinning a baseline writes the store's
@@ -20,13 +20,11 @@ import tarfile
 import time
 from pathlib import Path
 
-from .. import paths
+from loadtest_shared import results, s3
+
 from ..errors import RunFailed, UsageError
 from . import tools
 from .release import Release, ReleaseError
-
-s3 = paths.pod_module("loadtest_s3")
-results = paths.pod_module("loadtest_results")
 
 READER_TIMEOUT_S = 120  # for the reader pod to run: an image already on the node starts in seconds
 KUBECTL_TIMEOUT_S = 300  # for one kubectl call through the reader pod: tarring a claim of many runs

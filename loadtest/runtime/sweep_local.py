@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
+from .. import paths
 from ..errors import RunFailed
-from ..judging import rules
 from ..workload import scenarios, targets
 from ..workload.sweep import Spec, SweepError
 from . import tools
@@ -74,7 +74,7 @@ def prometheus_config(release: str, jobs: list[ScrapeJob]) -> dict:
                 "static_configs": [{"targets": [address], "labels": labels}]}
 
     return {"global": {"scrape_interval": f"{SCRAPE_S}s", "evaluation_interval": f"{SCRAPE_S}s"},
-            "rule_files": [str(rules.RULES_FILE)], "scrape_configs": [job(j) for j in jobs]}
+            "rule_files": [str(paths.RULES_FILE)], "scrape_configs": [job(j) for j in jobs]}
 
 
 class LocalDriver:

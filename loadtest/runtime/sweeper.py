@@ -10,7 +10,7 @@ loadtest.judging.verdict's over the window's steady samples, each side's saturat
 (RPS stopped rising while p95 grew, or requests failed) or as soon as the generator saturates: from then on the RPS
 is the generator's ceiling, never the target's capacity. An arrival-rate step also reads the offered rate and the
 workers' slots, late starts and event-loop probes over its window (exact counts, like the requests'), and stops the
-sweep at the first rate not held (achieved under arrival.ACHIEVED_SHARE of offered); late starts for want of worker
+sweep at the first rate not held (achieved under verdict.ACHIEVED_SHARE of offered); late starts for want of worker
 CPU make a step generator-bound, as in `loadtest local`.
 
 A driver says where the load runs: the local stack (runtime.sweep_local) or a release (runtime.sweep_cluster).
@@ -27,8 +27,10 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+from loadtest_shared import checks, verdict
+
 from ..errors import RunFailed
-from ..judging import checks, sweepreport, verdict
+from ..judging import sweepreport
 from ..judging.knee import Step, knee_reason
 from ..judging.locuststats import PerSecond
 from ..workload.sweep import KINDS, Spec, measured_window, measuring_s, window_end, window_range
@@ -197,10 +199,10 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
 def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: float,
                        histogram: tuple[str, str] = ("locust_responses_total", "response_time_ms")
                        ) -> dict[float, float] | None:
-    """The window's p50, p95 and p99 in ms as Locust computes them (loadtest_checks.percentile, its own rounding),
-    from a histogram the master exports (`histogram`: its series and its bucket's label; every request's response
-    time by default) at the scrapes at or before `start_at` and `end`: the window's own requests, not a mean of the
-    rolling percentiles that cover each scrape's last ~10 s. None where the window counted none."""
+    """The window's p50, p95 and p99 in ms as Locust computes them (loadtest_shared.checks.percentile, its own
+    rounding), from a histogram the master exports (`histogram`: its series and its bucket's label; every request's
+    response time by default) at the scrapes at or before `start_at` and `end`: the window's own requests, not a
+    mean of the rolling percentiles that cover each scrape's last ~10 s. None where the window counted none."""
     series, bucket = histogram
 
     def counts(at: float) -> dict[float, float]:
@@ -209,7 +211,7 @@ def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: f
 
     before = counts(start_at)
     window = {ms: n - before.get(ms, 0.0) for ms, n in counts(end).items() if n > before.get(ms, 0.0)}
-    return {q: checks.language.percentile(window, q) for q in (0.5, 0.95, 0.99)} if window else None
+    return {q: checks.percentile(window, q) for q in (0.5, 0.95, 0.99)} if window else None
 
 
 def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float) -> ArrivalMeasured | None:

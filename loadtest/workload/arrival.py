@@ -13,17 +13,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..judging import verdict
-from ..judging.checks import language
+from loadtest_shared import verdict
 
 # The pool holds the rate while answers take up to this long (Little's law: users = rate x time in the system).
 # Slower answers leave slots waiting for a free user: late starts of cause "users", latency still measured from the
 # slot. The chart sizes its pool with the same number (common/templates/_locust.tpl, common.locust.arrivalPool).
 POOL_S = 0.5
-# Below the knee the achieved rate is within this share of the offered one: the judged run's figure
-# (loadtest_checks), so a sweep's knee and a run's verdict hold a rate to the same share.
-ACHIEVED_SHARE = language.ACHIEVED_SHARE
-held = language.held
 FILE = "arrival.json"
 # What a worker core holds in the open model, as a share of what it sends in the closed one (the planner's per-core
 # figure in the open model): benchmarks/arrival.py held 16,000/s of keepalive_1kb on one core (the median of nine

@@ -27,9 +27,10 @@ _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def builtin_modules() -> list[str]:
-    """The modules the project's locustfiles and plugin folders provide (one folder in the pods): a test module of
-    the same name would shadow one."""
-    return sorted(p.stem for folder in (paths.LOCUSTFILES, paths.PLUGIN) for p in folder.glob("*.py"))
+    """The modules and packages the project's locustfiles and plugin folders provide (on the pods' Python path): a
+    test module of the same name would shadow one."""
+    return sorted([*(p.stem for folder in (paths.LOCUSTFILES, paths.PLUGIN) for p in folder.glob("*.py")),
+                   *(p.parent.name for p in paths.PLUGIN.glob("*/__init__.py"))])
 
 
 def requirement_lines(text: str) -> list[tuple[int, str]]:

@@ -40,7 +40,7 @@ def run(*argv: str) -> subprocess.CompletedProcess:
 
 
 def test_rules_pass_promtool_check(promtool):
-    result = run(promtool, "check", "rules", str(rules.RULES_FILE))
+    result = run(promtool, "check", "rules", str(paths.RULES_FILE))
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(rules.rules())} rules found" in result.stdout
 
@@ -125,7 +125,7 @@ def test_operator_mode_adds_only_objects_for_kube_prometheus_stack(helm):
 
 
 def test_the_rules_file_is_what_both_modes_load(helm):
-    source = yaml.safe_load(rules.RULES_FILE.read_text())
+    source = yaml.safe_load(paths.RULES_FILE.read_text())
     (rule,) = helm.render(None, *OPERATOR).of_kind("PrometheusRule")
     assert rule["spec"] == source
     config = helm.render(None, *MONITORING).get("ConfigMap", f"{RELEASE}-prometheus")["data"]
@@ -147,7 +147,7 @@ def rendered_rules(helm, *args: str) -> dict[str, str]:
 def test_every_look_back_of_the_rules_file_is_one_or_two_windows():
     """The templates scale `[1m]`, `[2m]`, `for: 1m` and `for: 2m` to monitoring.rules.windowSeconds: another
     duration in the file would keep its minutes in a release with a short window."""
-    text = rules.RULES_FILE.read_text()
+    text = paths.RULES_FILE.read_text()
     assert set(RANGE.findall(text)) == {"1m", "2m"}
     assert set(FOR.findall(text)) == {"1m", "2m"}
 
@@ -156,7 +156,7 @@ def test_a_short_window_renders_every_range_and_for_short_in_both_modes(helm, pr
     """monitoring.rules.windowSeconds=30: each minute of the file becomes 30 s, each two minutes 60 s (whole minutes
     render as minutes), in the in-chart Prometheus' rules and in the PrometheusRule alike; nothing else changes."""
     short = ("--set", "monitoring.rules.windowSeconds=30", "--set", "monitoring.prometheus.scrapeInterval=5s")
-    source = rules.RULES_FILE.read_text()
+    source = paths.RULES_FILE.read_text()
     for mode, text in rendered_rules(helm, *short).items():
         loaded = yaml.safe_load(text)
         assert set(RANGE.findall(text)) == {"30s", "1m"}, mode
@@ -179,7 +179,7 @@ def test_a_short_window_renders_every_range_and_for_short_in_both_modes(helm, pr
 
 def test_the_default_window_and_a_long_one_render_as_minutes(helm):
     assert {mode: yaml.safe_load(text) for mode, text in rendered_rules(helm).items()} == {
-        mode: yaml.safe_load(rules.RULES_FILE.read_text()) for mode in MODES}
+        mode: yaml.safe_load(paths.RULES_FILE.read_text()) for mode in MODES}
     for mode, text in rendered_rules(helm, "--set", "monitoring.rules.windowSeconds=120").items():
         assert set(RANGE.findall(text)) == {"2m", "4m"} and set(FOR.findall(text)) == {"2m", "4m"}, mode
 
@@ -314,7 +314,7 @@ def test_master_installs_the_pinned_plugin_dependency_and_serves_metrics(helm):
     assert {"name": "metrics", "containerPort": 9646, "protocol": "TCP"} in container["ports"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["LOADTEST_METRICS_PORT"] == "9646"
-    assert env["PYTHONPATH"] == "/home/locust/locustfiles:/home/locust/packages"
+    assert env["PYTHONPATH"] == "/home/locust/locustfiles:/home/locust/shared:/home/locust/packages"
     (init,) = spec["initContainers"]
     assert init["image"] == container["image"]
     script = " ".join(init["command"] + init.get("args", []))
@@ -333,7 +333,8 @@ def test_an_image_with_the_packages_baked_in_replaces_the_init_containers_of_mas
         assert "initContainers" not in pod
         (container,) = pod["containers"]
         assert container["image"] == image
-        assert {e["name"]: e.get("value") for e in container["env"]}["PYTHONPATH"] == "/home/locust/locustfiles"
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["PYTHONPATH"] == "/home/locust/locustfiles:/home/locust/shared"
         assert "packages" not in {v["name"] for v in pod["volumes"]}
 
 

@@ -12,7 +12,10 @@ import pytest
 import yaml
 from verdict_table import CASES, OFFERED_RPS
 
-from loadtest.judging import rules, tuning, verdict
+from loadtest_shared import verdict
+
+from loadtest import paths
+from loadtest.judging import tuning
 from loadtest.runtime import tools
 
 STEP_S = 15  # a cluster's scrape interval: Prometheus 2 and 3 count a range's samples alike at 15 s
@@ -116,7 +119,7 @@ def test_the_rules_judge_the_table_as_the_local_run_does(tmp_path):
     assert {tunes_diagnosis(c) for c in cases} == set(tuning.DIAGNOSES) - {tuning.WORKERS_PENDING}
     test_file = tmp_path / "one-verdict.test.yaml"
     test_file.write_text(yaml.safe_dump({
-        "rule_files": [str(rules.RULES_FILE)], "evaluation_interval": f"{STEP_S}s",
+        "rule_files": [str(paths.RULES_FILE)], "evaluation_interval": f"{STEP_S}s",
         "tests": [{"interval": f"{STEP_S}s", "input_series": [s for c in cases for s in series_of(c)],
                    "promql_expr_test": [t for c in cases for t in expectations(c)]}]}, sort_keys=False))
     result = subprocess.run([tools.find("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,

@@ -4,14 +4,12 @@ from __future__ import annotations
 import base64
 import re
 import subprocess
-import sys
 
 import pytest
 
 from loadtest import paths, units
 from loadtest.capacity import profiles
 
-sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_metrics  # noqa: E402  (the worker's readiness file, named where the plugin reads it)
 
 LOCUSTFILES = paths.CHART / "charts" / "locust" / "locustfiles"
@@ -260,22 +258,29 @@ def test_a_new_master_brings_new_workers_and_only_then(helm):
 
 
 def test_locustfiles_configmap_holds_exactly_the_scenarios_and_the_plugin(helm):
+    """The scenarios and the pods' modules in one ConfigMap, the package they share with the CLI in its own, mounted
+    as that package's folder on the pods' Python path."""
     rendered = helm.render()
     configmap = rendered.get("ConfigMap", "lt-locustfiles")
     files = {p.name: p.read_text() for folder in (LOCUSTFILES, paths.PLUGIN) for p in folder.glob("*.py")}
     assert {"keepalive_1kb.py", "loadtest_plugin.py", "leanhttp.py"} <= set(files)
     assert configmap["data"] == files
+    shared = {p.name: p.read_text() for p in paths.SHARED.glob("*.py")}
+    assert {"__init__.py", "verdict.py", "checks.py"} <= set(shared)
+    assert rendered.get("ConfigMap", "lt-locust-shared")["data"] == shared
     for name in (MASTER, WORKER):
         spec = rendered.get("Deployment", name)["spec"]["template"]["spec"]
         (container,) = spec["containers"]
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-        expected = {"locustfiles": "/home/locust/locustfiles", "tmp": "/tmp"}
+        expected = {"locustfiles": "/home/locust/locustfiles", "tmp": "/tmp",
+                    "shared": f"/home/locust/shared/{paths.SHARED.name}"}
         if name == MASTER:  # prometheus_client for the metrics plugin, pip-installed by an init container
             expected["packages"] = "/home/locust/packages"
             expected["web-auth"] = "/etc/loadtest/web-auth"
         assert mounts == expected
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert env["PYTHONDONTWRITEBYTECODE"] == "1" and env["HOME"] == "/tmp"
+        assert env["PYTHONPATH"].split(":")[:2] == ["/home/locust/locustfiles", "/home/locust/shared"]
 
 
 def web_auth_file(spec: dict) -> str:

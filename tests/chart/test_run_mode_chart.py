@@ -22,7 +22,7 @@ def test_master_is_a_job_that_runs_once_and_judges_the_checks(helm):
         assert arg in master["args"]
     env = {e["name"]: e.get("value") for e in master["env"]}
     assert env["LOADTEST_CHECKS"].splitlines() == ["p95<200ms", "p99[GET /x]<=1s", "fail_ratio<1%", "rps>=100"]
-    # The thresholds are the verdict module's own (plugin/loadtest_verdict.py), in the pod as on a laptop.
+    # The thresholds are the verdict module's own (plugin/loadtest_shared/verdict.py), in the pod as on a laptop.
     assert not any(name.startswith(("LOADTEST_CPU_", "LOADTEST_SATURATED", "LOADTEST_LATE")) for name in env), env
     assert not rendered.of_kind("Deployment") or all(
         d["metadata"]["name"] not in ("lt-locust-master", "lt-locust-worker") for d in rendered.of_kind("Deployment"))

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from loadtest.capacity import clusterfiles, profiles
-from loadtest.runtime.cluster import NODE_GROUP_LABEL, Cluster, use_node_groups
+from loadtest.capacity.profiles import NODE_GROUP_LABEL
+from loadtest.runtime.cluster import Cluster, use_node_groups
 
 START_TIMEOUT_S = 60
 

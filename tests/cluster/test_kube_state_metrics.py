@@ -22,7 +22,6 @@ from scheduling import wait_scheduling_settled
 from loadtest import paths
 from loadtest.capacity import profiles
 from loadtest.generate import dashboards
-from loadtest.judging import rules
 from loadtest.runtime.processes import free_port, stop
 
 RELEASE = "lt"
@@ -69,7 +68,7 @@ def capacity(cluster, node_group, helm, tmp_path_factory):
     job["static_configs"] = [{"targets": [f"127.0.0.1:{ksm_port}"]}]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(rules.RULES_FILE)], "scrape_configs": [job]}))
+        "rule_files": [str(paths.RULES_FILE)], "scrape_configs": [job]}))
     prometheus_port = free_port()
     prometheus_argv = ["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
                        f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{prometheus_port}"]

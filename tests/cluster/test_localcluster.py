@@ -11,7 +11,8 @@ from scheduling import assert_all_running, wait_scheduling_settled
 
 from loadtest import commands, paths
 from loadtest.capacity import profiles, sizing
-from loadtest.runtime.cluster import ADDON_LABEL, COMPONENTS, NODE_GROUP_LABEL, pods, simulated_nodes, use_node_group
+from loadtest.capacity.profiles import NODE_GROUP_LABEL
+from loadtest.runtime.cluster import ADDON_LABEL, COMPONENTS, pods, simulated_nodes, use_node_group
 from loadtest.runtime.cluster.nodegroups import LEASES
 from loadtest.units import parse_cpu_m, parse_memory_mi
 

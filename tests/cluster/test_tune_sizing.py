@@ -15,9 +15,11 @@ import sys
 import pytest
 from scheduling import assert_all_running, wait_scheduling_settled
 
+from loadtest_shared import verdict
+
 from loadtest import paths, units
 from loadtest.capacity import catalog, profiles
-from loadtest.judging import tuning, verdict
+from loadtest.judging import tuning
 from loadtest.runtime import tune
 from loadtest.runtime.release import Release
 

@@ -24,7 +24,8 @@ from scheduling import assert_all_running, failed_scheduling_events, wait_schedu
 from loadtest import paths
 from loadtest.capacity import profiles
 from loadtest.runtime import tune
-from loadtest.runtime.cluster import NODE_GROUP_LABEL, pods
+from loadtest.capacity.profiles import NODE_GROUP_LABEL
+from loadtest.runtime.cluster import pods
 
 RELEASE = "lt"
 RELEASE_SELECTOR = f"app.kubernetes.io/instance={RELEASE}"

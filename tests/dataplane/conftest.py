@@ -31,8 +31,7 @@ from loadtest.runtime import cpu
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import LOCAL_HOST, STARTUP_TIMEOUT_S, STOP_TIMEOUT_S, Processes, free_port, stop
 
-sys.path.insert(0, str(paths.PLUGIN))
-import loadtest_s3  # noqa: E402
+from loadtest_shared.s3 import Credentials, Store, sign
 
 # One process (master_process off), so that killing the target is one signal to one PID; it keeps the user that
 # started it, so it reads the files under pytest's private temporary folders. /500 answers 500, /close closes the
@@ -168,10 +167,12 @@ def start_nginx(tmp_path):
 
 @pytest.fixture(scope="session")
 def locustfile_dir(tmp_path_factory) -> Path:
-    """The project's locustfiles and plugin in one flat folder, as the chart's ConfigMap mounts them in the pods."""
+    """The project's locustfiles and plugin in one folder, as the chart's ConfigMaps mount them in the pods: the
+    modules flat, the package they share with the CLI a folder of its own."""
     folder = tmp_path_factory.mktemp("locustfiles")
     for source in [*paths.LOCUSTFILES.glob("*.py"), *paths.PLUGIN.glob("*.py")]:
         shutil.copy(source, folder / source.name)
+    shutil.copytree(paths.SHARED, folder / paths.SHARED.name, ignore=shutil.ignore_patterns("__pycache__"))
     return folder
 
 
@@ -336,8 +337,8 @@ def wait_for_port(port: int, proc: subprocess.Popen, log: Path) -> None:
 def iam(endpoint: str, **params: str) -> str:
     """One IAM Query API call (while moto checks no signature: the signature only routes it to IAM)."""
     body = urllib.parse.urlencode({**params, "Version": "2010-05-08"}).encode()
-    headers = loadtest_s3.sign("POST", f"{endpoint}/", {"Content-Type": "application/x-www-form-urlencoded"},
-                               hashlib.sha256(body).hexdigest(), loadtest_s3.Credentials("AKIABOOTSTRAP", "-"),
+    headers = sign("POST", f"{endpoint}/", {"Content-Type": "application/x-www-form-urlencoded"},
+                               hashlib.sha256(body).hexdigest(), Credentials("AKIABOOTSTRAP", "-"),
                                service="iam")
     with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/", data=body, headers=headers, method="POST"),
                                 timeout=10) as resp:
@@ -364,11 +365,11 @@ def s3(tmp_path_factory):
         endpoint = f"http://{LOCAL_HOST}:{port}"
         iam(endpoint, Action="CreateUser", UserName="loadtest")
         created = iam(endpoint, Action="CreateAccessKey", UserName="loadtest")
-        credentials = loadtest_s3.Credentials(re.search(r"<AccessKeyId>(.+?)</AccessKeyId>", created)[1],
+        credentials = Credentials(re.search(r"<AccessKeyId>(.+?)</AccessKeyId>", created)[1],
                                               re.search(r"<SecretAccessKey>(.+?)</SecretAccessKey>", created)[1])
         iam(endpoint, Action="PutUserPolicy", UserName="loadtest", PolicyName="s3", PolicyDocument=S3_FULL_ACCESS)
         # From here on every request is checked: the bucket is made with the store's own signed request.
-        loadtest_s3.Store(endpoint, S3_BUCKET, credentials=credentials).request("PUT")
+        Store(endpoint, S3_BUCKET, credentials=credentials).request("PUT")
         yield endpoint, credentials
     finally:
         stop(proc, STOP_TIMEOUT_S)

@@ -11,8 +11,8 @@ import sys
 import pytest
 from browser import chromium, page_text
 from selenium.webdriver.common.by import By
+from loadtest_shared import checks
 
-from loadtest.judging import checks
 
 # Light load, so neither side saturates: a baseline must be the target's figure, never the generator's.
 LIGHT = ("--workers", "1", "--wait", "0.01", "--run-time", "6s")

@@ -8,7 +8,8 @@ from base64 import b64encode
 import pytest
 from helpers import served_or_generator_bound, wait_for
 
-from loadtest.judging import verdict
+from loadtest_shared import verdict
+
 from loadtest.runtime import localrun
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import Processes

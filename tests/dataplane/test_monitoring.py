@@ -9,7 +9,6 @@ Quotas need root and a writable cgroup cpu controller (v1 or v2); without them t
 """
 from __future__ import annotations
 
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -22,16 +21,16 @@ import pytest
 import yaml
 from helpers import wait_for
 
-from loadtest import paths
+from loadtest_shared import verdict
+
 from loadtest.generate import dashboards
-from loadtest.judging import rules, verdict
+from loadtest.judging import rules
 from loadtest.runtime import prom, stack, sweep_local
 from loadtest.runtime.locust import MASTER, Locust
 from loadtest.runtime.processes import Processes, free_port
 from loadtest.runtime.tools import find as find_tool
 from loadtest.workload import scenarios, targets
 
-sys.path.insert(0, str(paths.PLUGIN))
 import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
 
 # The labels the chart's scrape configurations give every series, here as static labels.

@@ -16,7 +16,8 @@ import yaml
 from helpers import wait_for
 from verdict_table import CASES
 
-from loadtest.judging import verdict
+from loadtest_shared import verdict
+
 from loadtest.runtime import prom, stack, sweeper, tools
 from loadtest.runtime.processes import LOCAL_HOST, STARTUP_TIMEOUT_S, Processes, free_port
 

@@ -14,7 +14,9 @@ import time
 import psutil
 import pytest
 
-from loadtest.judging import checks, locuststats, verdict
+from loadtest_shared import checks, verdict
+
+from loadtest.judging import locuststats
 from loadtest.runtime import localrun, vegeta
 from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
@@ -86,7 +88,7 @@ def test_a_stall_hides_from_the_closed_model_and_shows_in_the_open_one(start_ngi
     assert closed.p99_ms < 50, closed
 
     # The open model held the rate across the stall (the slots that came during it went late, and count).
-    assert arrival.held(RATE, opened.rps), opened
+    assert checks.held(RATE, opened.rps), opened
     # The pool (RATE x 0.5 s = 200 users) sent the first 200 requests due in the stall and waited with them; the
     # other RATE x STALL_S - 200 slots found no user free: late starts of cause "users", about 200.
     pool = arrival.pool_size(RATE, 1)
@@ -110,7 +112,7 @@ def test_a_stall_hides_from_the_closed_model_and_shows_in_the_open_one(start_ngi
 
     # --check 'p99<200ms', judged as `loadtest run` judges it (Locust's statistics of the run): the SLO the open model
     # holds the stall to fails, and the closed model's passes over the same stall.
-    slo = checks.parse(["p99<200ms"])
+    slo = checks.parse_all(["p99<200ms"])
     (closed_p99,) = checks.judge(slo, locuststats.figures(tmp_path / "closed" / "stats.json"))
     (open_p99,) = checks.judge(slo, locuststats.figures(tmp_path / "open" / "stats.json"))
     assert closed_p99.passed and not open_p99.passed, (closed_p99.describe(), open_p99.describe())
@@ -127,7 +129,7 @@ def test_a_worker_stalled_by_its_host_is_a_stall_named_not_the_generators_limit(
     window, late = opened.steady, opened.arrival.late_share("cpu")
     print(f"open: {opened.rps:.0f} RPS, late {opened.arrival.describe_late()}, generator saturated in "
           f"{window.generator_share:.0%} of the window: {opened.verdict}")
-    assert opened.failures == 0 and arrival.held(RATE, opened.rps), opened
+    assert opened.failures == 0 and checks.held(RATE, opened.rps), opened
     # The slots due in the stall, started late with a user free: RATE x STALL_S of the window's.
     assert opened.arrival.late_starts["cpu"] == pytest.approx(RATE * STALL_S, rel=0.25), opened.arrival
     assert opened.arrival.late_share("users") < verdict.LATE_STARTS, opened.arrival  # the pool was free all along

@@ -15,16 +15,16 @@ import time
 import yaml
 from conftest import S3_BUCKET
 
+from loadtest_shared import checks, results
+
 from loadtest import paths
-from loadtest.judging import checks, runresult
 from loadtest.runtime import sweep_local
 from loadtest.runtime.locust import RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes, free_port
 from loadtest.runtime.tools import find as find_tool
 from loadtest.workload import scenarios
 
-sys.path.insert(0, str(paths.PLUGIN))
-import loadtest_s3  # noqa: E402
+from loadtest_shared.s3 import Store
 
 
 def pod_run(store, run, url, users, wait_s, run_time_s=8, kill_after_s=None, env=None):
@@ -137,9 +137,9 @@ def test_the_master_writes_the_runs_series_from_the_releases_prometheus(tmp_path
                                                 "LOADTEST_PROMETHEUS_URL": f"http://127.0.0.1:{port}",
                                                 "LOADTEST_SCRAPE_INTERVAL_S": f"{sweep_local.SCRAPE_S}"})
     assert code == checks.PASSED, log[-3000:]
-    with open(tmp_path / "results" / "lt-locust-master-29000301" / runresult.files.SERIES_CSV) as f:
+    with open(tmp_path / "results" / "lt-locust-master-29000301" / results.SERIES_CSV) as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == list(runresult.files.SERIES_COLUMNS)  # a local run's columns
+    assert list(rows[0]) == list(results.SERIES_COLUMNS)  # a local run's columns
     assert max(float(r["rps"] or 0) for r in rows) > 100 and max(float(r["users"] or 0) for r in rows) == 8, rows
     assert "steady" in {r["phase"] for r in rows}, rows
 
@@ -156,7 +156,7 @@ def test_with_a_bucket_a_master_killed_mid_run_leaves_what_it_had_there(tmp_path
                       kill_after_s=10, env=pod)
     assert code == -signal.SIGKILL
 
-    bucket = loadtest_s3.Store(endpoint, S3_BUCKET, "crashes", credentials=credentials)
+    bucket = Store(endpoint, S3_BUCKET, "crashes", credentials=credentials)
     assert bucket.incomplete_runs() == ["killed"] and bucket.runs() == []
     result = json.loads(bucket.get(bucket.run_key("killed", "result.json")))
     assert not result["complete"] and "crashed" in result["incomplete"]

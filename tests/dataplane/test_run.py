@@ -17,8 +17,9 @@ import pytest
 from helpers import wait_for
 from interrupt import sigint_restored
 
+from loadtest_shared import checks, verdict
+
 from loadtest import paths
-from loadtest.judging import checks, verdict
 from loadtest.runtime.locust import MASTER, RESET_STATS_ENV, Locust
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes
 from loadtest.workload import scenarios

@@ -13,7 +13,9 @@ import json
 
 import pytest
 
-from loadtest.judging import sweepreport, verdict
+from loadtest_shared import verdict
+
+from loadtest.judging import sweepreport
 from loadtest.runtime import sweep_local
 from loadtest.runtime.sweeper import Sweeper
 from loadtest.workload import arrival, sweep

@@ -17,7 +17,8 @@ import psutil
 import pytest
 from helpers import wait_until_flat
 
-from loadtest.judging import checks, verdict
+from loadtest_shared import checks, verdict
+
 from loadtest.runtime.processes import LOCAL_HOST
 
 STEADY_REQUESTS = 10_000

@@ -10,7 +10,8 @@ import time
 
 import yaml
 
-from loadtest.judging import checks, runresult
+from loadtest_shared import checks, results
+
 from loadtest.runtime import sweep_local
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, free_port
 from loadtest.runtime.tools import find as find_tool
@@ -50,7 +51,7 @@ def test_a_prometheus_restarted_mid_run_leaves_the_run_whole_and_its_series_mark
     assert result["complete"] and result["faults"]["events"] == [], result
     sent = result["faults"]["requests_sent"]
     assert 0 <= served - sent <= 4, (served, sent)  # at most the requests in flight at the stop
-    with open(judged_run.store / "run-1" / runresult.files.SERIES_CSV) as f:
+    with open(judged_run.store / "run-1" / results.SERIES_CSV) as f:
         rows = list(csv.DictReader(f))
     gap = [r for r in rows if r["scrape_gap_s"]]
     print(f"{len(gap)} lines of {len(rows)} marked, up to {max(float(r['scrape_gap_s']) for r in gap):.0f} s "
@@ -60,7 +61,7 @@ def test_a_prometheus_restarted_mid_run_leaves_the_run_whole_and_its_series_mark
     # it had not yet written out: here, with few series, some or all of them; those steps are marked too.) It
     # scrapes within SCRAPE_RESUMED_S of being ready (its service discovery's first update); then the figures are
     # there.
-    late_s = (runresult.files.GAP_SCRAPES + 1) * sweep_local.SCRAPE_S
+    late_s = (results.GAP_SCRAPES + 1) * sweep_local.SCRAPE_S
     down = [r for r in rows if killed + late_s < float(r["time"]) < ready]
     assert len(down) >= DOWN_S - late_s and all(r["scrape_gap_s"] for r in down), rows
     assert all(r["rps"] == r["users"] == "" for r in gap)

@@ -19,10 +19,10 @@ import time
 import psutil
 from conftest import run_local_with_a_fault
 
-from loadtest import paths
-from loadtest.judging import checks, verdict
+from loadtest_shared import checks, verdict
 
-loadtest_faults = paths.pod_module("loadtest_faults")
+
+import loadtest_faults
 
 RUN_TIME_S = 120  # never reached: the stop comes first
 KILL_AFTER_STEADY_S = 6

@@ -15,8 +15,9 @@ import psutil
 from conftest import run_local_with_a_fault
 from helpers import wait_for
 
+from loadtest_shared import checks, verdict
+
 from loadtest import paths
-from loadtest.judging import checks, verdict
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S
 
 RUN_TIME_S = 25

@@ -15,8 +15,9 @@ from conftest import (aggregated, claim_folder, container_processes, finished, h
                       loadtest_history, master, master_jobs)
 from helpers import wait_for, wait_until_flat
 
+from loadtest_shared import checks
+
 from loadtest.errors import RunFailed
-from loadtest.judging import checks
 
 MASTER_LOST_S = 6  # plugin/loadtest_faults.py's MASTER_LOST_S
 CRASHED = "the master ended before the run did"  # plugin/loadtest_judge.py's CRASHED

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from conftest import WINDOW, Prometheus, install, wait_ready
 
+from loadtest_shared import checks, verdict
+
 from loadtest.generate import dashboards
-from loadtest.judging import verdict
 from loadtest.workload import arrival
 
 RATE = 1000
@@ -25,7 +26,7 @@ def test_the_chart_holds_its_arrival_rate_and_the_rules_see_it(cluster, namespac
     assert prometheus.wait(f"loadtest:arrival_rate:offered{{{RELEASE}}}", lambda v: v == RATE) == RATE
     achieved = f'sum(rate(locust_requests_total{{namespace="{namespace}"}}{WINDOW}))'
     # A whole window of the schedule in the rate's range (the rules' window): within 1 % of the offered rate.
-    rps = prometheus.wait(achieved, lambda v: v is not None and arrival.held(RATE, v), timeout=240)
+    rps = prometheus.wait(achieved, lambda v: v is not None and checks.held(RATE, v), timeout=240)
     # The rules' own reading of it (an evaluation, up to a scrape later): a rate is short for the verdict only where
     # it was short at every evaluation of the window, so none is from here on while it holds.
     prometheus.wait(f"loadtest:requests:rate1m{{{RELEASE}}} / on (release) loadtest:arrival_rate:offered{{{RELEASE}}}",

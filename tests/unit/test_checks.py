@@ -4,9 +4,11 @@ import re
 
 import pytest
 from locust.stats import RequestStats, calculate_response_time_percentile
+from loadtest_shared import checks
+
+from loadtest.commands.types import parse_checks
 
 from loadtest.errors import UsageError
-from loadtest.judging import checks
 
 AGG = checks.AGGREGATED
 
@@ -43,7 +45,7 @@ RANGE_ERRORS = [("fail_ratio<150%", "at most"), ("fail_ratio<1.5", "at most")]
 
 @pytest.mark.parametrize("text, expected", VALID)
 def test_valid_checks_parse_to_metric_name_op_and_limit(text, expected):
-    (check,) = checks.parse([text])
+    (check,) = parse_checks([text])
     assert (check.metric, check.name, check.op) == expected[:3]
     assert check.limit == pytest.approx(expected[3])
     assert check.text == text.strip() == str(check)
@@ -52,13 +54,13 @@ def test_valid_checks_parse_to_metric_name_op_and_limit(text, expected):
 @pytest.mark.parametrize("text, fix", SYNTAX_ERRORS + RANGE_ERRORS)
 def test_invalid_checks_are_usage_errors_naming_the_option_and_the_fix(text, fix):
     with pytest.raises(UsageError) as e:
-        checks.parse([text])
+        parse_checks([text])
     assert "--check" in str(e.value) and fix in str(e.value) and repr(text.strip()) in str(e.value)
 
 
 def test_usage_error_names_the_option_it_was_given():
     with pytest.raises(UsageError, match="^locust.run.checks: "):
-        checks.parse(["x"], option="locust.run.checks")
+        parse_checks(["x"], option="locust.run.checks")
 
 
 @pytest.mark.parametrize("text", [text for text, _ in VALID])
@@ -72,23 +74,23 @@ def test_schema_pattern_refuses_what_parse_refuses(text):
 
 
 def test_checks_in_one_item_are_split_on_commas_and_new_lines():
-    parsed = checks.parse(["p95<1s, rps>=1\nfail_ratio<1%", "", "avg<5ms,"])
+    parsed = parse_checks(["p95<1s, rps>=1\nfail_ratio<1%", "", "avg<5ms,"])
     assert [c.metric for c in parsed] == ["p95", "rps", "fail_ratio", "avg"]
 
 
 def test_a_comma_inside_a_request_name_does_not_split_the_check():
-    parsed = checks.parse(["p95[/a,b]<1s,rps>=1"])
+    parsed = parse_checks(["p95[/a,b]<1s,rps>=1"])
     assert [(c.metric, c.name) for c in parsed] == [("p95", "/a,b"), ("rps", checks.AGGREGATED)]
 
 
 def test_no_checks_parse_to_none():
-    assert checks.parse([]) == [] and checks.parse([""]) == []
+    assert parse_checks([]) == [] and parse_checks([""]) == []
 
 
 def test_separators_without_a_check_are_refused():
     """A list of only commas or new lines is a typo, not "no checks" (#40): the run would be judged on nothing."""
     with pytest.raises(UsageError, match="holds no check"):
-        checks.parse([" , \n"])
+        parse_checks([" , \n"])
 
 
 def _random_histogram(seed):
@@ -111,12 +113,12 @@ HISTOGRAMS = [
 @pytest.mark.parametrize("histogram", HISTOGRAMS)
 def test_percentiles_agree_with_locusts_own(histogram, fraction):
     total = sum(histogram.values())
-    assert checks.language.percentile(histogram, fraction) == calculate_response_time_percentile(
+    assert checks.percentile(histogram, fraction) == calculate_response_time_percentile(
         histogram, total, fraction)
 
 
 def test_percentile_of_no_requests_is_zero():
-    assert checks.language.percentile({}, 0.95) == 0.0
+    assert checks.percentile({}, 0.95) == 0.0
 
 
 def entry(name, method, requests, failures, times, start, end, max_ms):
@@ -186,7 +188,7 @@ def test_figures_from_entries_equal_locusts_own_statistics():
         assert (f.requests, f.failures) == (entry.num_requests, entry.num_failures), name
         assert f.avg_ms == pytest.approx(entry.avg_response_time) and f.max_ms == entry.max_response_time, name
         for metric in ("p50", "p95", "p99"):
-            assert f.value(metric) == entry.get_response_time_percentile(checks.language.PERCENTILES[metric]), (
+            assert f.value(metric) == entry.get_response_time_percentile(checks.PERCENTILES[metric]), (
                 name, metric)
 
 
@@ -194,7 +196,7 @@ FIGURES = checks.from_entries(ENTRIES)
 
 
 def judged(*texts, generator_bound=False):
-    outcomes = checks.judge(checks.parse(list(texts)), FIGURES)
+    outcomes = checks.judge(parse_checks(list(texts)), FIGURES)
     return outcomes, checks.exit_code(outcomes, generator_bound, FIGURES[checks.AGGREGATED].requests)
 
 
@@ -227,7 +229,7 @@ def test_a_check_on_a_missing_name_fails_and_says_why():
 
 def test_a_run_without_requests_failed_as_a_run_not_as_a_check_checks_or_none():
     empty = checks.from_entries([])
-    (outcome,) = checks.judge(checks.parse(["fail_ratio<1%"]), empty)
+    (outcome,) = checks.judge(parse_checks(["fail_ratio<1%"]), empty)
     assert not outcome.passed and outcome.describe() == "fail_ratio<1%: FAILED, no request in this run"
     assert checks.exit_code([outcome], False, 0) == checks.exit_code([], False, 0) == checks.RUN_FAILED == 4
 

@@ -75,7 +75,7 @@ def test_every_documented_key_has_a_type_and_a_default_in_the_chart_readme():
 
 
 def test_every_command_ends_its_help_with_the_one_exit_code_table():
-    from loadtest.judging import checks
+    from loadtest_shared import checks
     parser = commands.build_parser()
     subcommands = parser._subparsers._group_actions[0].choices
     assert set(subcommands) == set(commands.COMMANDS)

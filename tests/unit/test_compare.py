@@ -3,12 +3,14 @@ import json
 import pytest
 from helpers import write_run
 
+from loadtest_shared import checks, results, verdict
+
 from loadtest import commands
 from loadtest.errors import UsageError
-from loadtest.judging import checks, compare, sweepreport, verdict
+from loadtest.judging import compare, sweepreport
 from loadtest.judging.knee import Step
 
-LIMITS = compare.Limits(max_rps_drop=0.05, max_p95_rise=0.10)
+LIMITS = results.Limits(max_rps_drop=0.05, max_p95_rise=0.10)
 
 
 def run(folder, rps=1000.0, p95=100.0, kind=verdict.HEALTHY, incomplete=None):
@@ -42,13 +44,13 @@ def test_p95_rise_is_held_to_its_limit(tmp_path, p95, regressed):
 
 def test_a_change_exactly_at_the_limit_is_no_regression(tmp_path):
     # Limits exact in binary: the comparison itself is `drop <= limit`, `rise <= limit`.
-    c = runs(tmp_path, {"rps": 1000.0, "p95": 100.0}, {"rps": 750.0, "p95": 150.0}, compare.Limits(0.25, 0.5))
+    c = runs(tmp_path, {"rps": 1000.0, "p95": 100.0}, {"rps": 750.0, "p95": 150.0}, results.Limits(0.25, 0.5))
     assert not c.regressed and c.exit_code == 0
     assert [f.limit for f in c.figures[:2]] == ["drop <= 25%", "rise <= 50%"]
 
 
 def test_a_change_exactly_at_the_default_limits_is_no_regression(tmp_path):
-    limits = compare.Limits(compare.parse_share("5%", "--max-rps-drop"), compare.parse_share("10%", "--max-p95-rise"))
+    limits = results.Limits(compare.parse_share("5%", "--max-rps-drop"), compare.parse_share("10%", "--max-p95-rise"))
     c = runs(tmp_path, {"rps": 1000.0, "p95": 100.0}, {"rps": 950.0, "p95": 110.0}, limits)
     assert not c.regressed
 

@@ -7,9 +7,11 @@ import re
 
 import pytest
 
+from loadtest_shared import verdict
+
 from loadtest import commands
 from loadtest.generate import dashboards
-from loadtest.judging import rules, verdict
+from loadtest.judging import rules
 
 BOARDS = {path.stem: json.loads(path.read_text()) for path in sorted(dashboards.FOLDER.glob("*.json"))}
 

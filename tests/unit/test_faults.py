@@ -10,12 +10,12 @@ from locust.env import Environment
 from locust.event import Events
 from locust.runners import STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, WorkerNode, WorkerNodes
 
-from loadtest import paths
-from loadtest.judging import verdict
+from loadtest_shared import verdict
+
 from loadtest.runtime import sweeper
 
-loadtest_faults = paths.pod_module("loadtest_faults")
-loadtest_metrics = paths.pod_module("loadtest_metrics")
+import loadtest_faults
+import loadtest_metrics
 T0 = 1_000_000.0
 
 
@@ -180,8 +180,8 @@ def test_only_a_runs_first_spawning_complete_resets_the_statistics():
         environment.events.spawning_complete.fire(user_count=10)
     assert resets == [True, False, True, False]
 
-loadtest_abort = paths.pod_module("loadtest_abort")
-loadtest_checks = paths.pod_module("loadtest_checks")
+import loadtest_abort
+from loadtest_shared import checks
 
 
 def entry(requests: int, failures: int, start: float, end: float) -> dict:
@@ -195,7 +195,7 @@ def entry(requests: int, failures: int, start: float, end: float) -> dict:
 def test_an_abort_condition_is_judged_over_the_last_seconds_of_reports_not_the_whole_run(monkeypatch):
     runner = SimpleNamespace(state=STATE_RUNNING)
     abort = loadtest_abort.AbortOn(SimpleNamespace(runner=runner),
-                                   loadtest_checks.parse_all(["fail_ratio>5%", "p95>2s"]))
+                                   checks.parse_all(["fail_ratio>5%", "p95>2s"]))
     for t in range(0, 60, 3):  # a healthy minute: 3,000 requests a report, none failed
         monkeypatch.setattr(loadtest_abort.time, "time", lambda t=t: T0 + t)
         abort.report("w", {"stats": [entry(3_000, 0, T0 + t - 3, T0 + t)]})
@@ -204,7 +204,7 @@ def test_an_abort_condition_is_judged_over_the_last_seconds_of_reports_not_the_w
     abort.report("w", {"stats": [entry(3_000, 600, T0 + 60, T0 + 63)]})  # 20 % failed over the last 3 s
     held = abort.holding(T0 + 63)  # over the last 10 s: 600 of 9,000, 6.7 %; over the run 600 of 63,000, under 1 %
     assert held.check.text == "fail_ratio>5%" and held.measured == pytest.approx(600 / 9_000)
-    stop = loadtest_checks.abort_outcome(held.check, held.measured)
+    stop = checks.abort_outcome(held.check, held.measured)
     assert not stop.passed and stop.describe() == "abort-on fail_ratio>5%: 6.67% FAILED"
     assert abort.holding(T0 + 80) is None  # no report for 10 s: nothing to judge, nothing stops the run
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import helpers
 import pytest
 
+from loadtest_shared import results, verdict
+
 from loadtest.errors import UsageError
-from loadtest.judging import history, runresult, verdict
+from loadtest.judging import history, runresult
 
 
 def write_run(store, name: str, started: float, rps: float, p95: float, kind: str = verdict.HEALTHY,
@@ -88,7 +90,7 @@ def test_a_run_cut_off_before_its_figures_shows_locusts_statistics_so_far(tmp_pa
     """A judged master killed mid-run leaves the result.json it wrote at its start (no figures) beside the statistics
     file Locust rewrote every second: the history shows those, marked incomplete."""
     folder = tmp_path / "killed"
-    runresult.write(runresult.RunReport({"scenario": "keepalive_1kb", "target": "haproxy"}, 1000.0, 1000.0,
+    runresult.write(results.RunReport({"scenario": "keepalive_1kb", "target": "haproxy"}, 1000.0, 1000.0,
                                         incomplete="the master ended before the run did"), folder)
     header = "Type,Name,Request Count,Failure Count,Median Response Time,Requests/s,Failures/s,50%,95%,99%"
     (folder / history.LOCUST_STATS).write_text(f"{header}\nGET,/1kb,5000,50,2,980.5,9.8,2,7,12\n"
@@ -100,7 +102,7 @@ def test_a_run_cut_off_before_its_figures_shows_locusts_statistics_so_far(tmp_pa
 
 def test_a_run_cut_off_before_its_first_request_shows_no_figures(tmp_path):
     folder = tmp_path / "early"
-    runresult.write(runresult.RunReport({}, 1000.0, 1000.0, incomplete="interrupted"), folder)
+    runresult.write(results.RunReport({}, 1000.0, 1000.0, incomplete="interrupted"), folder)
     (folder / history.LOCUST_STATS).write_text("Type,Name,Request Count,Failure Count,Requests/s,95%\n"
                                               ",Aggregated,0,0,0,N/A\n")
     [run] = history.runs(tmp_path)

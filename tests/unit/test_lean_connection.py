@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import resource
-import sys
 import time
 
 import pytest
 from gevent import socket
 
-from loadtest import paths
 
-sys.path.insert(0, str(paths.PLUGIN))
 import leanhttp  # noqa: E402
 
 HIGH_FD = 1500  # select() refuses descriptors from 1024 on (FD_SETSIZE); a worker with thousands of users has them

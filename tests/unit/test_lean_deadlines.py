@@ -3,7 +3,6 @@ TimeoutError at its timeout (within one check), and nothing else is touched: req
 that answered and then waits past its old deadline."""
 from __future__ import annotations
 
-import sys
 import time
 
 import gevent
@@ -11,9 +10,7 @@ import pytest
 from gevent.server import StreamServer
 from locust.env import Environment
 
-from loadtest import paths
 
-sys.path.insert(0, str(paths.PLUGIN))
 import leanhttp  # noqa: E402
 
 TIMEOUT_S = 0.3

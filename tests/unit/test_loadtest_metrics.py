@@ -3,7 +3,6 @@ fake /proc and cgroup trees, and its collector on a master runner's state."""
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -13,12 +12,10 @@ from locust.stats import RequestStats
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from loadtest import paths
 from loadtest.runtime import releaserun
 
-sys.path.insert(0, str(paths.PLUGIN))
-import loadtest_arrival  # noqa: E402
-import loadtest_metrics  # noqa: E402
+import loadtest_arrival
+import loadtest_metrics
 
 
 def fake_proc(tmp_path: Path, cgroup: str, mounts: list[str]) -> Path:
@@ -191,7 +188,7 @@ def test_in_the_closed_model_there_is_no_open_model_series(master):
 
 
 def test_the_master_counts_the_runs_faults_by_kind(master, monkeypatch):
-    loadtest_faults = paths.pod_module("loadtest_faults")
+    import loadtest_faults
     environment, reports = master
     text = generate_latest(loadtest_metrics.build_registry(environment, reports)).decode()
     assert 'loadtest_faults_total{kind="worker lost"} 0.0' in text  # before any run: every kind, at zero

@@ -1,5 +1,5 @@
 """The same windows (tests/verdict_table.py) judged as `loadtest run --local` judges them (through its sampler's
-ticks) and as the chart's judged master does, from worker reports as Locust delivers them: one verdict module (plugin/loadtest_verdict.py), the same
+ticks) and as the chart's judged master does, from worker reports as Locust delivers them: one verdict module (plugin/loadtest_shared/verdict.py), the same
 shares, the same verdict wherever the master can see what decides it."""
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import pytest
 from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL
 from verdict_table import CASES, OFFERED_RPS
 
-from loadtest import paths
-from loadtest.judging import verdict
+from loadtest_shared import verdict
+
 from loadtest.runtime import localrun
 
-loadtest_judge = paths.pod_module("loadtest_judge")
-loadtest_metrics = paths.pod_module("loadtest_metrics")
-loadtest_checks = paths.pod_module("loadtest_checks")
-loadtest_arrival = paths.pod_module("loadtest_arrival")
+import loadtest_judge
+import loadtest_metrics
+from loadtest_shared import checks
+import loadtest_arrival
 
 
 def master_window(samples):
@@ -40,7 +40,7 @@ def master_figures(case) -> dict:
     the case's share of the offered rate."""
     failures = round(1000 * (case.failure_ratio or 0.0))
     rps = OFFERED_RPS * (case.arrival.sent if case.arrival else 1.0)
-    return {loadtest_checks.AGGREGATED: loadtest_checks.Figures(loadtest_checks.AGGREGATED, 1000, failures, rps, 10.0,
+    return {checks.AGGREGATED: checks.Figures(checks.AGGREGATED, 1000, failures, rps, 10.0,
                                                                 50.0, {})}
 
 

@@ -3,9 +3,11 @@ import json
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
+from loadtest_shared import checks, results, verdict
+
 from loadtest import paths
 from loadtest.errors import UsageError
-from loadtest.judging import checks, runresult, verdict
+from loadtest.judging import runresult
 
 CONDITIONS = {"scenario": "keepalive_1kb", "target": "haproxy", "workers": "4"}
 FIGURES = checks.from_entries([
@@ -16,8 +18,8 @@ FIGURES = checks.from_entries([
 
 
 def report(texts=("p95<100ms", "fail_ratio<1%"), kind=verdict.HEALTHY, incomplete=None):
-    outcomes = checks.judge(checks.parse(list(texts)), FIGURES)
-    return runresult.RunReport(dict(CONDITIONS), started=1000.0, ended=1060.5, figures=FIGURES, outcomes=outcomes,
+    outcomes = checks.judge(checks.parse_all(list(texts)), FIGURES)
+    return results.RunReport(dict(CONDITIONS), started=1000.0, ended=1060.5, figures=FIGURES, outcomes=outcomes,
                                verdict=verdict.Verdict(kind, f"{kind} because", kind) if kind else None,
                                incomplete=incomplete)
 
@@ -28,26 +30,26 @@ def suite_of(tmp_path, r):
     return suite
 
 
-def results(case):
+def result_types(case):
     return [type(result) for result in case.result]
 
 
 def test_junit_has_a_case_per_check_and_the_validity_case(tmp_path):
     suite = suite_of(tmp_path, report(("p95<100ms", "fail_ratio<1%", "p99[/1kb]<100ms")))
     cases = {case.name: case for case in suite}
-    assert list(cases) == ["p95<100ms", "fail_ratio<1%", "p99[/1kb]<100ms", runresult.VALIDITY_CASE]
+    assert list(cases) == ["p95<100ms", "fail_ratio<1%", "p99[/1kb]<100ms", results.VALIDITY_CASE]
     assert (suite.name, suite.tests, suite.failures, suite.errors, suite.skipped) == ("loadtest run", 4, 1, 0, 0)
     assert suite.time == pytest.approx(60.5)
     assert cases["p95<100ms"].is_passed and cases["fail_ratio<1%"].is_passed
     assert cases["p95<100ms"].classname == "loadtest.checks"
     (failure,) = cases["p99[/1kb]<100ms"].result
     assert isinstance(failure, Failure) and failure.message == "p99[/1kb]<100ms: 300 ms FAILED"
-    assert cases[runresult.VALIDITY_CASE].is_passed and cases[runresult.VALIDITY_CASE].classname == "loadtest.verdict"
+    assert cases[results.VALIDITY_CASE].is_passed and cases[results.VALIDITY_CASE].classname == "loadtest.verdict"
 
 
 def test_junit_validity_case_fails_when_the_generator_was_the_limit(tmp_path):
     suite = suite_of(tmp_path, report(kind=verdict.GENERATOR_BOUND))
-    valid = [case for case in suite if case.name == runresult.VALIDITY_CASE][0]
+    valid = [case for case in suite if case.name == results.VALIDITY_CASE][0]
     (failure,) = valid.result
     assert isinstance(failure, Failure)
     assert failure.type == verdict.GENERATOR_BOUND and failure.message == "generator-bound because"
@@ -56,14 +58,14 @@ def test_junit_validity_case_fails_when_the_generator_was_the_limit(tmp_path):
 
 def test_junit_validity_case_is_skipped_without_a_verdict(tmp_path):
     suite = suite_of(tmp_path, report(kind=None))
-    assert [results(case) for case in suite] == [[], [], [Skipped]]
+    assert [result_types(case) for case in suite] == [[], [], [Skipped]]
     assert suite.skipped == 1
 
 
 def test_junit_an_incomplete_run_adds_an_error_case(tmp_path):
     suite = suite_of(tmp_path, report(incomplete="interrupted after 20 s"))
     last = list(suite)[-1]
-    assert last.name == "the run went to its end" and results(last) == [Error]
+    assert last.name == "the run went to its end" and result_types(last) == [Error]
     assert last.result[0].message == "interrupted after 20 s"
     assert (suite.tests, suite.failures, suite.errors) == (4, 0, 1)
 
@@ -108,7 +110,7 @@ def test_result_json_round_trips_the_report(tmp_path):
 
 
 def test_summary_lists_checks_and_figures_aggregated_last(tmp_path):
-    summary = runresult.summary(report(("p95<100ms", "p95[/none]<1s")))
+    summary = results.summary(report(("p95<100ms", "p95[/none]<1s")))
     assert summary.startswith("# Load test run: keepalive_1kb against haproxy\n")
     assert "| `p95<100ms` | 40 ms | passed |" in summary
     assert "| `p95[/none]<1s` | - | **failed** |" in summary
@@ -143,10 +145,10 @@ def test_check_output_refuses_a_folder_holding_a_run_unless_forced(tmp_path):
 
 
 def test_an_incomplete_run_exits_4_and_says_why_not_that_a_check_failed():
-    report = runresult.RunReport({}, 0.0, 1.0, incomplete="no steady window: users were still being spawned after 9 s")
+    report = results.RunReport({}, 0.0, 1.0, incomplete="no steady window: users were still being spawned after 9 s")
     assert report.exit_code == checks.RUN_FAILED
     assert report.meaning == "incomplete: no steady window: users were still being spawned after 9 s"
-    assert report.to_json()["meaning"] == report.meaning and "a check failed" not in runresult.summary(report)
+    assert report.to_json()["meaning"] == report.meaning and "a check failed" not in results.summary(report)
 
 
 def test_an_output_file_that_exists_is_rewritten_not_refused(tmp_path):
@@ -161,11 +163,11 @@ def test_an_output_file_that_exists_is_rewritten_not_refused(tmp_path):
 
 def written(tmp_path, r, name):
     runresult.write(r, tmp_path / name)
-    return json.loads((tmp_path / name / runresult.RESULT).read_text())
+    return json.loads((tmp_path / name / results.RESULT).read_text())
 
 
 def test_a_run_held_to_its_baseline_fails_on_a_regression_and_says_against_which(tmp_path):
-    files = runresult.files
+    files = results
     base = written(tmp_path, report(("fail_ratio<1%",)), "base")
     slower = report(("fail_ratio<1%",))
     slower.figures = checks.from_entries([  # 800 requests in the same 10 s: 20 % fewer
@@ -177,7 +179,7 @@ def test_a_run_held_to_its_baseline_fails_on_a_regression_and_says_against_which
     assert slower.meaning.startswith("REGRESSION against baseline base: all requests RPS -20.0%")
     suite = suite_of(tmp_path, slower)
     case = next(c for c in suite if c.name == "no regression against base")
-    assert results(case) == [Failure]
+    assert result_types(case) == [Failure]
     # The same run held to itself: no regression, and the check's own exit code.
     same = report(("fail_ratio<1%",))
     same.baseline = files.hold_to(("base", base), same.to_json())
@@ -185,7 +187,7 @@ def test_a_run_held_to_its_baseline_fails_on_a_regression_and_says_against_which
 
 
 def test_no_baseline_pinned_and_a_generator_bound_baseline_judge_nothing(tmp_path):
-    files = runresult.files
+    files = results
     assert files.hold_to(None, report().to_json()) is None
     assert files.read_baseline(str(tmp_path)) is None
     bound = written(tmp_path, report(("fail_ratio<1%",), kind=verdict.GENERATOR_BOUND), "bound")
@@ -199,7 +201,7 @@ def test_no_baseline_pinned_and_a_generator_bound_baseline_judge_nothing(tmp_pat
 def test_a_pinned_baseline_that_cannot_be_read_is_said_not_passed_over(tmp_path):
     """A `baseline` naming a folder gone from the store: the run says it was not held to it (result.json, the JUnit
     case skipped, the summary), where it used to pass as if no baseline were pinned."""
-    files = runresult.files
+    files = results
     (tmp_path / files.BASELINE).write_text("gone\n")
     pinned = files.read_baseline(str(tmp_path))
     assert pinned[0] == "gone" and "cannot be read" in pinned[1]
@@ -209,9 +211,9 @@ def test_a_pinned_baseline_that_cannot_be_read_is_said_not_passed_over(tmp_path)
     assert "not comparable with baseline gone: its result.json cannot be read" in run.baseline.describe()
     suite = suite_of(tmp_path, run)
     case = next(c for c in suite if c.name == "no regression against gone")
-    assert results(case) == [Skipped]
+    assert result_types(case) == [Skipped]
 
 
 def test_the_pods_verdict_is_the_packages():
-    assert verdict.Verdict is runresult.files.Verdict
-    assert runresult.files.GENERATOR_BOUND == verdict.GENERATOR_BOUND
+    assert verdict.Verdict is results.Verdict
+    assert results.GENERATOR_BOUND == verdict.GENERATOR_BOUND

@@ -3,8 +3,10 @@ reports have counted it."""
 import csv
 import io
 
-from loadtest.judging import runresult
-from loadtest.runtime.localrun import RAMP_UP, REPORT_LAG_S, STEADY, STOP, Series
+from loadtest_shared import results
+from loadtest_shared.results import RAMP_UP, STEADY, STOP
+
+from loadtest.runtime.localrun import REPORT_LAG_S, Series
 
 
 def entries(counts: dict[int, tuple[int, int]]) -> list[dict]:
@@ -60,11 +62,11 @@ def test_a_local_run_and_a_release_write_one_format(tmp_path):
     release's phase comes from the runner's states."""
     columns = {"running": {1.0: 0, 2.0: 1, 3.0: 1, 4.0: 0}, "spawning": {1.0: 1, 2.0: 0, 3.0: 0, 4.0: 0},
                "rps": {2.0: 900.0, 3.0: 1000.0}, "worker_throttling_max": {3.0: 0.5}}
-    rows = list(csv.DictReader(io.StringIO(runresult.files.series_csv(columns, 1.0, 4.0, 1))))
+    rows = list(csv.DictReader(io.StringIO(results.series_csv(columns, 1.0, 4.0, 1))))
     assert [r["phase"] for r in rows] == [RAMP_UP, STEADY, STEADY, STOP]
     assert (rows[2]["rps"], rows[2]["worker_throttling_max"], rows[2]["host_cpu"]) == ("1000", "0.5", "")
     Series(tmp_path / "local.csv").close()
-    assert next(csv.reader((tmp_path / "local.csv").open())) == list(rows[0]) == list(runresult.files.SERIES_COLUMNS)
+    assert next(csv.reader((tmp_path / "local.csv").open())) == list(rows[0]) == list(results.SERIES_COLUMNS)
 
 
 def test_a_scrape_gap_is_marked_and_its_carried_over_figures_left_out():
@@ -73,7 +75,7 @@ def test_a_scrape_gap_is_marked_and_its_carried_over_figures_left_out():
     scraped = {t: (t if not 10 < t < 35 else 10.0) for t in times}
     columns = {"running": {t: 1 for t in times}, "users": {t: 50 for t in times},
                "rps": {t: 1000.0 for t in times}, "scraped": scraped}
-    rows = list(csv.DictReader(io.StringIO(runresult.files.series_csv(columns, 0.0, 55.0, 5))))
+    rows = list(csv.DictReader(io.StringIO(results.series_csv(columns, 0.0, 55.0, 5))))
     # A scrape up to two intervals old is late, not missed.
     assert [(r["time"], r["scrape_gap_s"]) for r in rows if r["scrape_gap_s"]] == [("25.000", "15"), ("30.000", "20")]
     assert all(r["rps"] == r["users"] == "" and r["phase"] == STEADY for r in rows if r["scrape_gap_s"])
@@ -84,10 +86,10 @@ def test_the_steps_prometheus_lost_are_lines_marked_as_a_gap():
     """Killed outright, Prometheus loses the samples it had not written out: those steps have no value at all."""
     kept = [t + 0.5 for t in range(30, 60, 5)]
     columns = {"running": {t: 1 for t in kept}, "rps": {t: 1000.0 for t in kept}, "scraped": {t: t for t in kept}}
-    rows = list(csv.DictReader(io.StringIO(runresult.files.series_csv(columns, 0.5, 55.5, 5))))
+    rows = list(csv.DictReader(io.StringIO(results.series_csv(columns, 0.5, 55.5, 5))))
     assert [r["time"] for r in rows] == [f"{t + 0.5:.3f}" for t in range(0, 60, 5)]  # every step, one line each
     assert [r["scrape_gap_s"] for r in rows] == ["", "", "", "15", "20", "25"] + [""] * 6
-    assert runresult.files.series_csv({"rps": {}}, 0.5, 55.5, 5) == ",".join(runresult.files.SERIES_COLUMNS) + "\n"
+    assert results.series_csv({"rps": {}}, 0.5, 55.5, 5) == ",".join(results.SERIES_COLUMNS) + "\n"
 
 
 def test_the_versions_line_names_only_the_programs_the_run_started(monkeypatch):

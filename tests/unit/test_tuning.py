@@ -7,9 +7,11 @@ from dataclasses import replace
 import pytest
 import yaml
 
+from loadtest_shared import verdict
+
 from loadtest import paths
 from loadtest.capacity import catalog, profiles, sizing
-from loadtest.judging import rules, tuning, verdict
+from loadtest.judging import rules, tuning
 
 C5_XLARGE = catalog.get("c5.xlarge")
 

@@ -1,5 +1,7 @@
-from loadtest.judging import rules, verdict
-from loadtest.judging.verdict import Sample, Window
+from loadtest_shared import verdict
+
+from loadtest.judging import rules
+from loadtest_shared.verdict import Sample, Window
 
 
 def judge(*samples: Sample) -> verdict.Verdict:

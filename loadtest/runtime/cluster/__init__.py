@@ -26,12 +26,12 @@ from .errors import ClusterError
 from .network import NODE_IP, POD_CIDR, SERVICE_CIDR, SERVICE_IP
 from .node import NAME as NODE_NAME
 from .node import RealNode
-from .nodegroups import (ADDON_LABEL, NODE_GROUP_LABEL, PAUSE_IMAGE, addon_objects, create_nodes, delete_addons,
+from .nodegroups import (ADDON_LABEL, PAUSE_IMAGE, addon_objects, create_nodes, delete_addons,
                          delete_nodes, install_addons, node_objects, profile_for, simulated_nodes, use_node_group,
                          use_node_groups, wait_addons_ready, wait_nodes_ready)
 
 __all__ = [
-    "ADDON_LABEL", "COMPONENTS", "DEFAULT_STATE_DIR", "NODE_GROUP_LABEL", "NODE_IP", "NODE_NAME", "PAUSE_IMAGE", "POD_CIDR", "SERVICE_CIDR",
+    "ADDON_LABEL", "COMPONENTS", "DEFAULT_STATE_DIR", "NODE_IP", "NODE_NAME", "PAUSE_IMAGE", "POD_CIDR", "SERVICE_CIDR",
     "SERVICE_IP", "ApiClient", "Cluster", "RealNode", "ClusterError", "addon_objects", "create_nodes", "delete_addons", "delete_nodes",
     "down", "install_addons", "node_objects", "pods", "profile_for", "simulated_nodes", "up", "use_node_group", "use_node_groups", "wait_addons_ready",
     "wait_for", "wait_nodes_ready",

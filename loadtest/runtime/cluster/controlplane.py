@@ -34,7 +34,6 @@ APISERVER_STOP_S = 3
 PORTS = ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok")
 # The label of every simulated node (loadtest.runtime.cluster.nodegroups), as of every node the files of
 # loadtest.capacity.clusterfiles make on EKS; KWOK manages only nodes that have it.
-NODE_GROUP_LABEL = profiles.NODE_GROUP_LABEL
 # Controllers and the scheduler at client-go's default 5 QPS take ~50 s for 1,000 pods instead of ~11 s.
 CLIENT_QPS, CLIENT_BURST = 200, 400
 
@@ -198,7 +197,8 @@ class Cluster:
         processes.spawn("kwok", [
             str(paths.BIN / "kwok"), "--kubeconfig", str(self.kubeconfig), "--config", str(KWOK_STAGES),
             # Only the simulated nodes: a real node's kubelet reports its own status.
-            "--manage-nodes-with-label-selector", NODE_GROUP_LABEL, "--cidr", KWOK_POD_CIDR, "--node-ip", LOCAL_HOST,
+            "--manage-nodes-with-label-selector", profiles.NODE_GROUP_LABEL, "--cidr", KWOK_POD_CIDR,
+            "--node-ip", LOCAL_HOST,
             # Nodes renew leases like a kubelet does, or the node lifecycle controller marks them NotReady.
             "--node-lease-duration-seconds", "40",
             "--server-address", f"{LOCAL_HOST}:{ports['kwok']}",

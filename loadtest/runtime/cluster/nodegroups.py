@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ...capacity import catalog, clusterfiles, profiles, sizing
 from .api import pods, ready, wait_for
-from .controlplane import NODE_GROUP_LABEL, Cluster
+from .controlplane import Cluster
 
 ADDON_LABEL = "loadtest.dev/addon"
 REGION = "us-east-1"
@@ -35,7 +35,7 @@ def node_objects(shape: sizing.NodeShape, count: int, group: str,
                     "kubernetes.io/hostname": f"{group}-{i}",
                     "topology.kubernetes.io/region": REGION,
                     "topology.kubernetes.io/zone": sizing.ZONES[i % len(sizing.ZONES)],
-                    NODE_GROUP_LABEL: group,
+                    profiles.NODE_GROUP_LABEL: group,
                 },
             },
             **({"spec": spec} if spec else {}),
@@ -66,7 +66,7 @@ def _pod_template(pod: sizing.PodRequest, priority_class: str) -> dict:
             "priorityClassName": priority_class,
             # Simulated nodes only: a real node beside them runs its own kube-system.
             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": NODE_GROUP_LABEL, "operator": "Exists"}]}]}}},
+                {"matchExpressions": [{"key": profiles.NODE_GROUP_LABEL, "operator": "Exists"}]}]}}},
             "tolerations": [{"operator": "Exists"}],
             "containers": [{"name": pod.name, "image": PAUSE_IMAGE, "resources": _resources(pod)}],
         },
@@ -95,7 +95,7 @@ def addon_objects(profile: profiles.Profile) -> list[dict]:
 
 def simulated_nodes(cluster: Cluster) -> list[dict]:
     """Every node a node group made (KWOK's), not a real node beside them."""
-    return cluster.api_get("/api/v1/nodes", labelSelector=NODE_GROUP_LABEL)["items"]
+    return cluster.api_get("/api/v1/nodes", labelSelector=profiles.NODE_GROUP_LABEL)["items"]
 
 
 def delete_nodes(cluster: Cluster, timeout: float = 60) -> None:
@@ -105,7 +105,7 @@ def delete_nodes(cluster: Cluster, timeout: float = 60) -> None:
     if not names:
         return
     # Nodes first: while a node exists, its DaemonSets put a new pod on it for every one deleted.
-    cluster.kubectl("delete", "node", "-l", NODE_GROUP_LABEL, "--wait=true")
+    cluster.kubectl("delete", "node", "-l", profiles.NODE_GROUP_LABEL, "--wait=true")
     by_namespace: dict[str, list[str]] = {}
     for pod in cluster.api_get("/api/v1/pods")["items"]:
         if pod["spec"].get("nodeName") in names:

@@ -1,11 +1,11 @@
 """An SLO stop: conditions that end a run early (`loadtest run --abort-on 'fail_ratio>5%'`, the chart's
 `locust.abortOn`), so a target that is gone or broken is not loaded for the rest of the run time and the run says
-when and why it stopped. A condition is written in the checks' language (loadtest_checks) and read the other way:
+when and why it stopped. A condition is written in the checks' language (loadtest_shared.checks) and read the other way:
 the run stops once it holds over the requests the workers reported in the last WINDOW_S seconds, a fail ratio of the
 last seconds rather than of the whole run, which a long healthy start would dilute.
 
 The master stops the run as its run time would: the workers stop, the statistics and the series up to the stop are
-kept, and the run is judged. The stop is a failed check (exit 1, loadtest_checks.CHECK_FAILED): the condition is in
+kept, and the run is judged. The stop is a failed check (exit 1, checks.CHECK_FAILED): the condition is in
 the checks' outcomes, and result.json's `faults.stopped_early` says when and what was measured. A target that hangs
 (no response at all) is seen when its requests time out (LeanHttpUser's 60 s): until then there is nothing to judge.
 
@@ -22,8 +22,8 @@ import gevent
 from locust import events
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner
 
-import loadtest_checks
 import loadtest_faults
+from loadtest_shared import checks
 
 ENV = "LOADTEST_ABORT_ON"
 WINDOW_S = 10.0  # the reports a condition is judged over: the last three or so of each worker (every 3 s)
@@ -44,14 +44,14 @@ class AbortOn:
         if data.get("stats"):
             self.reports.append((time.time(), data["stats"]))
 
-    def holding(self, now: float) -> loadtest_checks.Outcome | None:
+    def holding(self, now: float) -> checks.Outcome | None:
         """The first condition that holds over the window's reports (its outcome as a check), or None."""
         while self.reports and self.reports[0][0] < now - WINDOW_S:
             self.reports.popleft()
         entries = [entry for _, stats in self.reports for entry in stats]
         if not entries:
             return None
-        for outcome in loadtest_checks.judge(self.conditions, loadtest_checks.from_entries(entries)):
+        for outcome in checks.judge(self.conditions, checks.from_entries(entries)):
             if outcome.passed:  # the condition, read as a check, holds
                 return outcome
         return None
@@ -68,7 +68,7 @@ class AbortOn:
         since = loadtest_faults.log.started if loadtest_faults.log else now
         self.stopped = {"check": outcome.check.text, "measured": outcome.measured, "at": now,
                         "description": f"--abort-on {outcome.check.text} held over the last {WINDOW_S:g} s of "
-                                       f"reports ({loadtest_checks.show(outcome.check.metric, outcome.measured)}) "
+                                       f"reports ({checks.show(outcome.check.metric, outcome.measured)}) "
                                        f"{now - since:.0f} s into the run: the run was stopped there"}
         logger.error("%s", self.stopped["description"])
         if loadtest_faults.log:
@@ -76,12 +76,12 @@ class AbortOn:
         gevent.spawn(end_run, self.environment)
         return True
 
-    def outcome(self) -> loadtest_checks.Outcome | None:
+    def outcome(self) -> checks.Outcome | None:
         """The stop as a failed check, for the run's judgement; None when the run was not stopped early."""
         if not self.stopped:
             return None
         [check] = [c for c in self.conditions if c.text == self.stopped["check"]]
-        return loadtest_checks.abort_outcome(check, self.stopped["measured"])
+        return checks.abort_outcome(check, self.stopped["measured"])
 
     def watch(self) -> None:
         while not self.look():
@@ -112,10 +112,10 @@ def _register(environment, **_):
     if not os.environ.get(ENV, "").strip() or not isinstance(environment.runner, MasterRunner):
         return
     try:
-        conditions = loadtest_checks.parse_all([os.environ[ENV]])
-    except loadtest_checks.CheckError as e:
+        conditions = checks.parse_all([os.environ[ENV]])
+    except checks.CheckError as e:
         logger.error("%s: %s", ENV, e)
-        raise SystemExit(loadtest_checks.BAD_INPUT) from None
+        raise SystemExit(checks.BAD_INPUT) from None
     active = AbortOn(environment, conditions)
     environment.events.worker_report.add_listener(active.report)
     gevent.spawn(active.watch)

@@ -24,7 +24,7 @@ A request started more than LATE_S after its slot is a late start, counted per w
 The users' process also probes its own event loop: a greenlet that sleeps LOOP_PROBE_S and counts the wake-ups more
 than LATE_S late. A loop lagging in most of its probes cannot keep the schedule whatever its CPU figure says (a
 worker starved of CPU by its limit or its neighbours); a few lagging probes are a stall of the loop, and its late
-starts are named so, not blamed on CPU (the verdict, loadtest_verdict.generator_limit).
+starts are named so, not blamed on CPU (the verdict, verdict.generator_limit).
 
 Every User class loaded gets the schedule in place of its wait_time (and before its first task). A TaskSet with a
 wait_time of its own would send on its own clock, not the rate's: the process refuses to start, naming it.
@@ -57,7 +57,7 @@ from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunne
 from locust.stats import RequestStats, StatsEntry, bucket_response_time
 
 import loadtest_reports
-import loadtest_verdict
+from loadtest_shared import verdict
 
 RATE_ENV = "LOADTEST_ARRIVAL_RATE"
 FILE_ENV = "LOADTEST_ARRIVAL_FILE"
@@ -66,7 +66,7 @@ SHARE_MESSAGE = "loadtest_arrival_share"
 # init, and a share sent then would be dropped as a message of unknown type, leaving the worker idle all run.
 READY_MESSAGE = "loadtest_arrival_ready"
 REPORT_KEY = loadtest_reports.ARRIVAL
-LATE_S = loadtest_verdict.LATE_S  # a request started later than this after its slot is a late start
+LATE_S = verdict.LATE_S  # a request started later than this after its slot is a late start
 QUANTILES = (0.5, 0.95, 0.99, 0.999)
 CAUSES = ("users", "cpu")
 # How often the users' process probes its event loop (a lag above LATE_S is a lagging probe).
@@ -219,7 +219,7 @@ class Totals:
         slots, late = self.run_slots, self.run_late
         return {
             "offered_rps": self.rate, "slots": slots, "late_starts": late,
-            "late_share": loadtest_verdict.late_shares(late, slots),
+            "late_share": verdict.late_shares(late, slots),
             "service_time_ms": {f"{q:g}": self.service.get_response_time_percentile(q) if self.service.num_requests
                                 else None for q in QUANTILES},
             "loop": {**self.run_loop, "lagged_share": self.loop_lagged()},

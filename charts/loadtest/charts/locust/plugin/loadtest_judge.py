@@ -1,6 +1,6 @@
 """The master's judgement of a run it ends itself (the chart's `locust.mode: run`): the checks in LOADTEST_CHECKS
-(loadtest_checks' syntax), and the verdict (loadtest_verdict, the one every path judges by), set as Locust's exit
-code.
+(loadtest_shared.checks' syntax), and the verdict (loadtest_shared.verdict, the one every path judges by), set as
+Locust's exit code.
 
 Importing this module registers it (loadtest_lib imports it, so every scenario and loadtest_plugin do). It does
 nothing unless LOADTEST_CHECKS is set (empty: no checks, the generator is still judged). Only the steady window is
@@ -9,7 +9,7 @@ start once every user runs, and a worker's CPU is sampled only while every user 
 reports (every 3 s, each with the CPU the worker used since its previous one and its limit, which loadtest_metrics
 adds), one sample per round of reports, so that a sample says whether any worker was saturated then, as a local
 run's sample a second does. In the open model (loadtest_arrival) the late starts, the event loop's lag and the rate
-sent join them; the run is held to its offered rate beside its checks (loadtest_checks.rate_check): one that sent
+sent join them; the run is held to its offered rate beside its checks (checks.rate_check): one that sent
 less never passes. The master does not see the target's CPU: where nothing says the generator was the limit, its
 verdict is "not generator-bound" (the release's Prometheus judges both sides).
 """
@@ -28,13 +28,9 @@ from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, MasterRunner
 
 import loadtest_abort
 import loadtest_arrival
-import loadtest_checks
 import loadtest_faults
-import loadtest_prometheus
-import loadtest_results as results
-import loadtest_s3
-import loadtest_verdict
 from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries the CPU limit
+from loadtest_shared import checks, prometheus, results, s3, verdict
 
 CHECKS_ENV = "LOADTEST_CHECKS"
 # The store the chart mounts (a PVC, or a folder the master uploads to S3) and the run's name (its Job's), which make
@@ -91,33 +87,33 @@ class WorkerCpu:
         self.rounds.setdefault(round_, {})[client_id] = (facts["cpu_cores"] / min(limit, 1.0),
                                                          facts.get("cpu_throttled"))
 
-    def samples(self) -> list[loadtest_verdict.Sample]:
+    def samples(self) -> list[verdict.Sample]:
         """One sample per round: each worker's CPU share, and its share of throttled CFS periods where counted."""
         samples = []
         for _, workers in sorted(self.rounds.items()):
             throttled = {w: t for w, (_, t) in workers.items() if t is not None}
-            samples.append(loadtest_verdict.Sample(worker_cpu={w: cpu for w, (cpu, _) in workers.items()},
+            samples.append(verdict.Sample(worker_cpu={w: cpu for w, (cpu, _) in workers.items()},
                                                    worker_throttling=throttled or None))
         return samples
 
 
 def steady_window(cpu: WorkerCpu, arrival, figures: dict, losses: tuple[str, ...] = (),
-                  silences: tuple[str, ...] = ()) -> loadtest_verdict.Window:
+                  silences: tuple[str, ...] = ()) -> verdict.Window:
     """The steady window the verdict judges: the workers' samples, the workers lost in it, the target's silences,
     its failed share and, in
     the open model, its late starts, its event loop's lag and the share of the offered rate sent. The target's CPU is
     not the master's to see: its samples carry none, and the verdict says the target is unmeasured."""
-    total = figures.get(loadtest_checks.AGGREGATED)
+    total = figures.get(checks.AGGREGATED)
     failure_ratio = total.fail_ratio if total and total.requests else None
     if not arrival:
-        return loadtest_verdict.Window.of(cpu.samples(), losses=losses, silences=silences,
+        return verdict.Window.of(cpu.samples(), losses=losses, silences=silences,
                                           failure_ratio=failure_ratio)
     totals = arrival.to_json()
-    return loadtest_verdict.Window.of(
+    return verdict.Window.of(
         cpu.samples(), late_starts=totals["late_share"]["cpu"], late_users=totals["late_share"]["users"],
         loop_lagged=arrival.loop_lagged(), max_lag_ms=totals["loop"]["max_lag_ms"],
-        achieved=figures[loadtest_checks.AGGREGATED].rps / arrival.rate if arrival.rate else None,
-        requests_per_slot=figures[loadtest_checks.AGGREGATED].requests / totals["slots"] if totals["slots"] else None,
+        achieved=figures[checks.AGGREGATED].rps / arrival.rate if arrival.rate else None,
+        requests_per_slot=figures[checks.AGGREGATED].requests / totals["slots"] if totals["slots"] else None,
         losses=losses, silences=silences, failure_ratio=failure_ratio)
 
 
@@ -134,7 +130,7 @@ def results_folder() -> str | None:
 def bucket():
     """The S3 store the chart names, or None."""
     url = os.environ.get(S3_URL_ENV)
-    return loadtest_s3.from_url(url, os.environ.get(S3_ENDPOINT_ENV), os.environ.get(S3_REGION_ENV)) if url else None
+    return s3.from_url(url, os.environ.get(S3_ENDPOINT_ENV), os.environ.get(S3_REGION_ENV)) if url else None
 
 
 def baseline_of(store) -> tuple[str, dict | str] | None:
@@ -145,7 +141,7 @@ def baseline_of(store) -> tuple[str, dict | str] | None:
     prefix = f"{store.prefix}/" if store.prefix else ""
     try:
         name = store.get(f"{prefix}{results.BASELINE}").decode().strip()
-    except loadtest_s3.S3Error as e:
+    except s3.S3Error as e:
         if e.code == "NoSuchKey":
             return None
         return "(unknown)", f"the pinned baseline could not be read from {store.url}: {e}"
@@ -153,7 +149,7 @@ def baseline_of(store) -> tuple[str, dict | str] | None:
         return None
     try:
         return name, json.loads(store.get(store.run_key(name, results.RESULT)))
-    except (loadtest_s3.S3Error, ValueError) as e:
+    except (s3.S3Error, ValueError) as e:
         return name, f"its {results.RESULT} could not be read from {store.url}: {e}"
 
 
@@ -164,10 +160,10 @@ def upload_at_exit(store, folder: str) -> None:
         try:
             keys = store.upload_folder(folder, os.path.basename(folder))
             logger.info("results uploaded to %s/%s (%d objects)", store.url, os.path.basename(folder), len(keys))
-        except (loadtest_s3.S3Error, OSError, ValueError) as e:
+        except (s3.S3Error, OSError, ValueError) as e:
             logger.error("results NOT uploaded to %s: %s", store.url, e)
             logging.shutdown()
-            os._exit(loadtest_checks.RUN_FAILED)
+            os._exit(checks.RUN_FAILED)
 
     atexit.register(upload)
 
@@ -180,7 +176,7 @@ def sync_while_running(store, folder: str, every_s: float) -> None:
         while True:
             try:
                 store.sync_folder(folder, os.path.basename(folder), sent)
-            except (loadtest_s3.S3Error, OSError, ValueError) as e:
+            except (s3.S3Error, OSError, ValueError) as e:
                 logger.warning("results not synced to %s yet: %s", store.url, e)
             gevent.sleep(every_s)
 
@@ -190,17 +186,17 @@ def sync_while_running(store, folder: str, every_s: float) -> None:
 def write_series(folder: str, start: float, end: float) -> None:
     """series.csv of the run from the release's Prometheus, when the chart names it; a failure is logged, the run
     judged all the same."""
-    prometheus = os.environ.get(PROMETHEUS_URL_ENV)
-    if not prometheus:
+    url = os.environ.get(PROMETHEUS_URL_ENV)
+    if not url:
         return
     step = float(os.environ.get(SCRAPE_INTERVAL_ENV, "15"))
     try:
-        client = loadtest_prometheus.Prometheus(prometheus, timeout_s=30)
+        client = prometheus.Prometheus(url, timeout_s=30)
         columns = {name: client.query_range(expr, start, end, step)
                    for name, expr in results.series_queries(os.environ.get(RELEASE_ENV, ""), step).items()}
         results.replace_file(os.path.join(folder, results.SERIES_CSV), results.series_csv(columns, start, end, step))
-    except (loadtest_prometheus.PrometheusError, OSError) as e:
-        logger.warning("series.csv not written: %s: %s", prometheus, e)
+    except (prometheus.PrometheusError, OSError) as e:
+        logger.warning("series.csv not written: %s: %s", url, e)
 
 
 def conditions(environment) -> dict[str, str]:
@@ -219,32 +215,32 @@ def settings() -> tuple[list, str | None, object, float]:
     """The checks, the run's folder, its bucket and the seconds between the bucket's syncs, from the environment the
     chart gives; a bad one ends the master with exit 2, naming it."""
     try:
-        checks = loadtest_checks.parse_all([os.environ[CHECKS_ENV]])
-    except loadtest_checks.CheckError as e:
+        asked = checks.parse_all([os.environ[CHECKS_ENV]])
+    except checks.CheckError as e:
         logger.error("%s: %s", CHECKS_ENV, e)
-        raise SystemExit(loadtest_checks.BAD_INPUT) from None
+        raise SystemExit(checks.BAD_INPUT) from None
     folder = results_folder()
     try:
         store = bucket() if folder else None
-    except (ValueError, loadtest_s3.S3Error) as e:
+    except (ValueError, s3.S3Error) as e:
         logger.error("%s: %s", S3_URL_ENV, e)
-        raise SystemExit(loadtest_checks.BAD_INPUT) from None
+        raise SystemExit(checks.BAD_INPUT) from None
     try:
         sync_s = float(os.environ.get(S3_SYNC_ENV, S3_SYNC_S))
     except ValueError:
         sync_s = 0.0
     if not 0 < sync_s < float("inf"):
         logger.error("%s=%r: seconds between uploads, above 0, e.g. 30", S3_SYNC_ENV, os.environ.get(S3_SYNC_ENV))
-        raise SystemExit(loadtest_checks.BAD_INPUT)
-    return checks, folder, store, sync_s
+        raise SystemExit(checks.BAD_INPUT)
+    return asked, folder, store, sync_s
 
 
 class JudgedRun:
     """One run the master ends itself: its folder, marked incomplete until its end; its steady window's bounds; its
     workers' samples; and, when the master quits, its judgement as the exit code."""
 
-    def __init__(self, environment, checks: list, folder: str | None, store):
-        self.environment, self.checks, self.folder, self.store = environment, checks, folder, store
+    def __init__(self, environment, asked: list, folder: str | None, store):
+        self.environment, self.checks, self.folder, self.store = environment, asked, folder, store
         self.cpu = WorkerCpu(environment.runner)
         self.started, self.steady = time.time(), [None, None]
 
@@ -271,11 +267,10 @@ class JudgedRun:
         """The checks and the verdict, the run's folder written, and the exit code set."""
         stats = environment.runner.stats
         # serialize(), not serialize_stats(): that one resets the entries Locust still writes to its files.
-        figures = loadtest_checks.from_entries([e.serialize() for e in stats.entries.values()])
+        figures = checks.from_entries([e.serialize() for e in stats.entries.values()])
         arrival = loadtest_arrival.totals
         # The open model's run is held to its offered rate beside its own checks: one that sent less never passes.
-        outcomes = loadtest_checks.judge(
-            self.checks + ([loadtest_checks.rate_check(arrival.rate)] if arrival else []), figures)
+        outcomes = checks.judge(self.checks + ([checks.rate_check(arrival.rate)] if arrival else []), figures)
         stop = loadtest_abort.active.outcome() if loadtest_abort.active else None
         outcomes += [stop] if stop else []
         for outcome in outcomes:
@@ -283,10 +278,9 @@ class JudgedRun:
         faults = loadtest_faults.log
         faults.look()
         window = steady_window(self.cpu, arrival, figures, faults.losses(*self.steady), faults.silences(*self.steady))
-        verdict = loadtest_verdict.judge(window)
-        logger.info("verdict %s: %s", verdict.kind, verdict.reason)
-        code = loadtest_checks.exit_code(outcomes, verdict.kind == loadtest_verdict.GENERATOR_BOUND,
-                                         figures[loadtest_checks.AGGREGATED].requests)
+        judged = verdict.judge(window)
+        logger.info("verdict %s: %s", judged.kind, judged.reason)
+        code = checks.exit_code(outcomes, judged.kind == verdict.GENERATOR_BOUND, figures[checks.AGGREGATED].requests)
         # A run too short for one steady sample of its workers' CPU was not judged: it does not pass on its checks.
         # One stopped early by its abort condition was: that condition held.
         unjudged = None if window.measured or stop else (
@@ -295,19 +289,19 @@ class JudgedRun:
             "run a longer run time")
         if unjudged:
             logger.error("%s", unjudged)
-            code = loadtest_checks.RUN_FAILED
+            code = checks.RUN_FAILED
         if self.folder:
-            code = self.write(figures, outcomes, window, verdict, unjudged, faults.to_json())
-        logger.info("exit code %d: %s", code, loadtest_checks.EXIT_CODES[code].meaning)
+            code = self.write(figures, outcomes, window, judged, unjudged, faults.to_json())
+        logger.info("exit code %d: %s", code, checks.EXIT_CODES[code].meaning)
         environment.process_exit_code = code
 
-    def write(self, figures: dict, outcomes: list, window: loadtest_verdict.Window,
-              verdict: loadtest_verdict.Verdict, incomplete: str | None, faults: dict) -> int:
+    def write(self, figures: dict, outcomes: list, window: verdict.Window,
+              judged: verdict.Verdict, incomplete: str | None, faults: dict) -> int:
         """The run's folder (series.csv, result.json and the rest), held to the pinned baseline; its exit code."""
         write_series(self.folder, self.started, time.time())
         start, end = self.steady[0], self.steady[1] or time.time()
         report = results.RunReport(
-            conditions(self.environment), self.started, time.time(), figures, outcomes, verdict=verdict,
+            conditions(self.environment), self.started, time.time(), figures, outcomes, verdict=judged,
             cpu={"busiest_worker": window.busiest_worker if window.samples else None,
                  "generator_saturated_share": window.generator_share, "steady_samples": window.samples},
             window={"start": start, "end": end, "seconds": round(end - start, 1) if start else 0.0},
@@ -325,8 +319,8 @@ class JudgedRun:
 def _register(environment, **_):
     if CHECKS_ENV not in os.environ or not isinstance(environment.runner, MasterRunner):
         return
-    checks, folder, store, sync_s = settings()
-    run = JudgedRun(environment, checks, folder, store)
+    asked, folder, store, sync_s = settings()
+    run = JudgedRun(environment, asked, folder, store)
     environment.events.worker_report.add_listener(run.cpu.add)
     environment.events.spawning_complete.add_listener(run.steady_from)
     environment.events.test_stop.add_listener(run.steady_until)

@@ -7,13 +7,13 @@ start within its first tenth, so most of the step runs at its full count.
 """
 from locust import LoadTestShape
 
-import loadtest_units
 from loadtest_lib import setting
+from loadtest_shared import units
 
 
 class StepLoadShape(LoadTestShape):
     step_users = int(setting("step_users", "100"))
-    step_seconds = loadtest_units.seconds(setting("step_time", "60s"))
+    step_seconds = units.seconds(setting("step_time", "60s"))
     steps = int(setting("steps", "10"))
 
     def tick(self):

@@ -13,7 +13,7 @@ open model's rate, then the user's extraEnv.
 {{- $path := list }}
 {{- if include "locust.test.own" .ctx }}{{ $path = append $path "/home/locust/test" }}{{ end }}
 {{- if $values.test.libraryConfigMap }}{{ $path = append $path "/home/locust/library" }}{{ end }}
-{{- $path = append $path "/home/locust/locustfiles" }}
+{{- $path = concat $path (list "/home/locust/locustfiles" "/home/locust/shared") }}
 {{- if $packages }}{{ $path = append $path "/home/locust/packages" }}{{ end }}
 - name: PYTHONDONTWRITEBYTECODE
   value: "1"
@@ -51,13 +51,16 @@ on a fixed schedule. */}}
 {{- end -}}
 
 {{/*
-Volume mounts of master and workers: the project's locustfiles, the user's test and library, the packages, /tmp,
-the user's Secrets.
+Volume mounts of master and workers: the project's locustfiles, the package they share with the CLI, the user's
+test and library, the packages, /tmp, the user's Secrets.
 */}}
 {{- define "locust.pods.mounts" -}}
 {{- $values := .ctx.Values }}
 - name: locustfiles
   mountPath: /home/locust/locustfiles
+  readOnly: true
+- name: shared
+  mountPath: /home/locust/shared/loadtest_shared
   readOnly: true
 {{- if include "locust.test.own" .ctx }}
 - name: test
@@ -92,6 +95,9 @@ The volumes behind locust.mounts.
 - name: locustfiles
   configMap:
     name: {{ include "common.names.fullname" (dict "ctx" $ctx "component" "locustfiles") }}
+- name: shared
+  configMap:
+    name: {{ include "common.names.fullname" (dict "ctx" $ctx "component" "locust-shared") }}
 {{- if include "locust.test.own" $ctx }}
 - name: test
   configMap:

@@ -17,10 +17,10 @@ command's. `loadtest --help`, each command's --help and docs/ci.md show it (`loa
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
-import loadtest_units
-import loadtest_verdict
+from . import units, verdict
 
 PASSED, CHECK_FAILED, BAD_INPUT, INVALID, RUN_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -67,10 +67,6 @@ PATTERN = ("^\\s*(?:(?:" + "|".join(re.escape(m) for m in TIME_METRICS) + ")" + 
 PARTS = re.compile(r"^(?P<metric>[a-z_]+[0-9.]*)(?:\[(?P<name>[^\[\]]+)\])?\s*(?P<op><=|>=|<|>)\s*"
                    r"(?P<number>[0-9.]+)\s*(?P<unit>[a-z%]*)$")
 EXAMPLES = "p95<200ms, p99[/checkout]<=1s, fail_ratio<1%, rps>=5000"
-# The open model (an arrival rate): a run sent its offered rate when its requests per second came within this share
-# of it (the verdict's threshold). Below it the run measured a smaller load than it was asked to, and never passes
-# (the implicit check of rate_check); the arrival-rate sweep's knee is the first rate not held.
-ACHIEVED_SHARE = loadtest_verdict.ACHIEVED_SHARE
 
 
 class CheckError(ValueError):
@@ -101,11 +97,11 @@ def parse(text: str) -> Check:
     if metric in TIME_METRICS:
         if unit not in ("ms", "s"):
             raise CheckError(f"check {text!r}: give {metric} a unit, ms or s, e.g. {metric}<200ms")
-        value = loadtest_units.seconds(number + unit) * 1000
+        value = units.seconds(number + unit) * 1000
     elif metric == "fail_ratio":
         if unit not in ("", "%"):
             raise CheckError(f"check {text!r}: fail_ratio is a percentage (1%) or a fraction (0.01)")
-        value = loadtest_units.share(number + unit)
+        value = units.share(number + unit)
         if value > 1:
             raise CheckError(f"check {text!r}: a fail ratio is at most 100% (or 1)")
     elif metric == "rps":
@@ -230,16 +226,18 @@ def judge(checks: list[Check], figures: dict[str, Figures]) -> list[Outcome]:
 
 
 def held(offered_rps: float, achieved_rps: float) -> bool:
-    """The offered rate was sent: achieved within ACHIEVED_SHARE of it."""
-    return achieved_rps >= offered_rps * ACHIEVED_SHARE
+    """The open model's offered rate was sent: achieved within the verdict's ACHIEVED_SHARE of it. Below it the run
+    measured a smaller load than it was asked to, and never passes (rate_check); the arrival-rate sweep's knee is
+    the first rate not held."""
+    return achieved_rps >= offered_rps * verdict.ACHIEVED_SHARE
 
 
 def rate_check(offered_rps: float) -> Check:
-    """The check every open-model run is held to beside its own: all requests together at ACHIEVED_SHARE of the
+    """The check every open-model run is held to beside its own: all requests together at verdict.ACHIEVED_SHARE of the
     offered rate or more. A run that sent less judged another load than the one asked for."""
-    limit = offered_rps * ACHIEVED_SHARE
-    return Check(f"rps>={limit:g} (the offered {offered_rps:g}/s, {ACHIEVED_SHARE:.0%} held)", "rps", AGGREGATED,
-                 ">=", limit)
+    limit = offered_rps * verdict.ACHIEVED_SHARE
+    return Check(f"rps>={limit:g} (the offered {offered_rps:g}/s, {verdict.ACHIEVED_SHARE:.0%} held)", "rps",
+                 AGGREGATED, ">=", limit)
 
 
 def abort_outcome(condition: Check, measured: float) -> Outcome:
@@ -256,3 +254,18 @@ def exit_code(outcomes: list[Outcome], generator_bound: bool, requests: int) -> 
     if not requests:
         return RUN_FAILED
     return PASSED if all(o.passed for o in outcomes) else CHECK_FAILED
+
+
+def exit_codes_text(width: int = 100) -> str:
+    """The exit-code table every `loadtest` --help ends with."""
+    lines = ["exit codes:"]
+    for code, exit in EXIT_CODES.items():
+        lines += textwrap.wrap(f"{exit.meaning}. {exit.detail}", width, initial_indent=f"  {code:<5}",
+                               subsequent_indent=" " * 7)
+    return "\n".join(lines)
+
+
+def exit_codes_markdown() -> str:
+    """The same table for docs/ci.md."""
+    rows = [f"| {code} | {exit.meaning}. {exit.detail} |" for code, exit in EXIT_CODES.items()]
+    return "\n".join(["| exit code | meaning |", "|---|---|", *rows])

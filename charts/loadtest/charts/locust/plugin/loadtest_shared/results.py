@@ -21,13 +21,12 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 
-import loadtest_checks as checks
-import loadtest_verdict
+from . import checks
+from .verdict import GENERATOR_BOUND, Verdict
 
 RESULT, JUNIT, SUMMARY, SERIES_CSV = "result.json", "checks.xml", "summary.md", "series.csv"
 BASELINE = "baseline"
 VALIDITY_CASE = "measurement is the target's: the generator was not the limit"
-Verdict, GENERATOR_BOUND = loadtest_verdict.Verdict, loadtest_verdict.GENERATOR_BOUND
 
 
 @dataclass(frozen=True)
