@@ -32,7 +32,7 @@ from generators import GENERATOR_CPU, TARGET_CPU, Target, spread  # a sibling sc
 from steadiness import Steadiness, slowest_ms
 from steadiness import measure as cpu_steadiness  # and the host's CPUs, checked the same way
 
-from loadtest_shared import checks, verdict
+from loadtest_shared import checks, settings, verdict
 
 from loadtest.errors import RunFailed
 from loadtest.judging import locuststats
@@ -77,8 +77,8 @@ class Step:
 def locust_step(url: str, rate: float, seconds: int, workdir: Path) -> Step:
     """One standalone Locust on CPU 1 at `rate` for `seconds`."""
     workdir.mkdir(parents=True)
-    env = {**with_plugin(dict(os.environ)), localrun.ARRIVAL_RATE_ENV: repr(rate),
-           localrun.ARRIVAL_FILE_ENV: str(workdir / arrival.FILE), localrun.RESET_STATS_ENV: "true"}
+    env = {**with_plugin(dict(os.environ)), settings.ARRIVAL_RATE.env: repr(rate),
+           settings.ARRIVAL_FILE.env: str(workdir / arrival.FILE), localrun.RESET_STATS_ENV: "true"}
     users = arrival.pool_size(rate, 1)
     cmd = ["taskset", "-c", str(GENERATOR_CPU), *locust_command(scenarios.get("keepalive_1kb").locustfile),
            "--headless", "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--host", url,

@@ -37,7 +37,7 @@ import psutil
 import swarm  # a sibling script
 from generators import GENERATOR_CPU, TARGET_CPU, Target, min_median_max
 
-from loadtest_shared import checks
+from loadtest_shared import checks, settings
 
 from loadtest import paths
 from loadtest.errors import RunFailed
@@ -45,10 +45,6 @@ from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import LOCAL_HOST, Processes, free_port, stop
 from loadtest.workload import scenarios
 
-sys.path.insert(0, str(paths.PLUGIN))
-import loadtest_arrival  # noqa: E402  (the plugin's modules, for the names of the settings the master reads)
-import loadtest_judge  # noqa: E402
-import loadtest_metrics  # noqa: E402
 
 MASTER_CPU, SWARM_CPU = TARGET_CPU, GENERATOR_CPU
 USERS_PER_WORKER = 10
@@ -74,8 +70,8 @@ class Figures:
 
 
 def master_env(metrics_port: int) -> dict[str, str]:
-    return {loadtest_metrics.PORT_ENV: str(metrics_port), loadtest_judge.CHECKS_ENV: "fail_ratio<1%",
-            loadtest_arrival.RATE_ENV: str(ARRIVAL_RATE)}
+    return {settings.METRICS_PORT.env: str(metrics_port), settings.CHECKS.env: "fail_ratio<1%",
+            settings.ARRIVAL_RATE.env: str(ARRIVAL_RATE)}
 
 
 def record(workdir: Path, seconds: int = RECORD_S) -> Path:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from loadtest_shared import checks, verdict
+from loadtest_shared import checks, settings, verdict
 
 from loadtest.errors import RunFailed
 from loadtest.judging import locuststats
@@ -54,7 +54,7 @@ def measure(workers: int, quota: float, users: int, wait_s: float, seconds: int,
     """One run: a master and `workers` workers held to `quota` cores each, loading the backend."""
     with Stack(logs / "stack") as stack, CpuQuotas() as quotas, Processes(logs) as procs:
         backend = stack.backend()
-        locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env={"LOADTEST_WAIT": f"{wait_s:g}"})
+        locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env={settings.WAIT.env: f"{wait_s:g}"})
         stats = logs / "stats.json"
         master = locust.start_master("-u", str(users), "-r", str(users), "-t", f"{seconds + WARMUP_S}s",
                                      "--host", backend.http_url, "--json-file", str(stats.with_suffix("")),

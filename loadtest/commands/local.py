@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from loadtest_shared import checks, results, verdict
+from loadtest_shared import checks, results, settings, verdict
 
 from .. import paths, units
 from ..errors import UsageError
@@ -85,13 +85,9 @@ def prepare(args) -> LocalRun:
     run_time_s = units.parse_duration_s(args.run_time)
     if not 1 <= run_time_s <= 3600:
         raise UsageError("--run-time must be between 1 s and 1 h")
-    if args.arrival_rate:
-        if args.users:
-            raise UsageError(f"--users with --arrival-rate: the open model sends {args.arrival_rate:g} requests/s "
-                             f"from a pool it sizes itself ({arrival.POOL_S:g} s of the rate); drop --users, or drop "
-                             "--arrival-rate for the closed model's user count")
-        if args.wait:
-            raise UsageError("--wait with --arrival-rate: the rate sets when each request goes; drop --wait")
+    if why := settings.refusal({settings.ARRIVAL_RATE: args.arrival_rate, settings.USERS: args.users,
+                                settings.WAIT: args.wait}):
+        raise UsageError(why)
     users = arrival.pool_size(args.arrival_rate, args.workers) if args.arrival_rate else args.users or 50 * args.workers
     here = cpu.this_machine()
     warnings = machine.check(here, args.workers, users,

@@ -17,7 +17,7 @@ from pathlib import Path
 import locust
 import psutil
 
-from loadtest_shared import checks, results, verdict
+from loadtest_shared import checks, results, settings, verdict
 
 from .. import paths
 from ..errors import RunFailed, UsageError
@@ -31,12 +31,9 @@ from .processes import STARTUP_TIMEOUT_S
 from .stack import Stack
 
 # loadtest_arrival's settings: the rate for the whole run, and where the master writes its figures.
-ARRIVAL_RATE_ENV = "LOADTEST_ARRIVAL_RATE"
-ARRIVAL_FILE_ENV = "LOADTEST_ARRIVAL_FILE"
 # Where the master writes loadtest_faults' record of its workers when it quits.
-FAULTS_FILE_ENV, FAULTS_FILE = "LOADTEST_FAULTS_FILE", "faults.json"
+FAULTS_FILE = "faults.json"
 # loadtest_abort's conditions, one a line.
-ABORT_ON_ENV = "LOADTEST_ABORT_ON"
 # A worker that ends while the swarm runs is started again, as its Deployment would (the master, rebalancing, gives
 # it users); one that keeps ending is a fault of the test, not of the run: past this many, the run fails.
 MAX_WORKER_RESTARTS = 3
@@ -233,7 +230,7 @@ def _locustfiles(scenario: str, test: OwnTest | None, target: str, tls_mode: str
     chosen = scenarios.get(scenario)
     tls_mode = tls_mode or chosen.default_tls_mode
     targets.check_tls_mode(chosen, targets.get(target), tls_mode)
-    return chosen.locustfile, {"LOADTEST_WAIT": f"{wait_s:g}"}, tls_mode
+    return chosen.locustfile, {settings.WAIT.env: f"{wait_s:g}"}, tls_mode
 
 
 def _live_line(seconds: float, phase: str, users: int, rps: float | None, status: dict, worker_cpu: list[float],
@@ -313,10 +310,10 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     env[RESET_STATS_ENV] = "true"  # master and workers alike, as Locust asks
     workdir.mkdir(parents=True, exist_ok=True)
     if arrival_rate:
-        env[ARRIVAL_RATE_ENV], env[ARRIVAL_FILE_ENV] = repr(float(arrival_rate)), str(workdir / arrival.FILE)
-    env[FAULTS_FILE_ENV] = str(workdir / FAULTS_FILE)
+        env[settings.ARRIVAL_RATE.env], env[settings.ARRIVAL_FILE.env] = repr(float(arrival_rate)), str(workdir / arrival.FILE)
+    env[settings.FAULTS_FILE.env] = str(workdir / FAULTS_FILE)
     if abort_on:
-        env[ABORT_ON_ENV] = "\n".join(abort_on)
+        env[settings.ABORT_ON.env] = "\n".join(abort_on)
     with Stack(workdir) as stack:
         if host is None:
             _, server = stack.target(target, tls_mode)

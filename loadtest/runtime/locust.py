@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from loadtest_shared import settings
+
 from .. import paths
 from ..errors import UsageError
 from .processes import LOCAL_HOST, Processes, free_port
@@ -23,7 +25,6 @@ MASTER = "locust-master"
 # its figures are then the steady window's, what a judged run is judged on.
 RESET_STATS_ENV = "LOCUST_RESET_STATS"
 # The locustfiles' loadtest_lib protects the web UI with the "user:password" in this variable.
-WEB_AUTH_ENV = "LOADTEST_WEB_AUTH"
 
 
 def with_plugin(env: dict[str, str]) -> dict[str, str]:
@@ -60,8 +61,8 @@ class Locust:
         if not web:
             return ["--headless"]
         self.web_port = free_port()
-        env.setdefault(WEB_AUTH_ENV, f"locust:{secrets.token_urlsafe(18)}")
-        self.web_credentials = env[WEB_AUTH_ENV]
+        env.setdefault(settings.WEB_AUTH.env, f"locust:{secrets.token_urlsafe(18)}")
+        self.web_credentials = env[settings.WEB_AUTH.env]
         return ["--web-host", LOCAL_HOST, "--web-port", str(self.web_port)]
 
     def start_master(self, *args: str, web: bool = True, expect_workers: int = 0, expect_workers_wait_s: int = 15,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from loadtest_shared import settings
 
 from .. import paths
 from ..errors import RunFailed
@@ -28,7 +29,7 @@ from ..workload import scenarios, targets
 from ..workload.sweep import Spec, SweepError
 from . import tools
 from .cpu import CpuMeter, cpu_model
-from .localrun import ARRIVAL_RATE_ENV, describe, versions
+from .localrun import describe, versions
 from .locust import MASTER, Locust
 from .locustweb import LocustWeb, LocustWebError
 from .processes import LOCAL_HOST, STARTUP_TIMEOUT_S, free_port, stop
@@ -160,13 +161,13 @@ class LocalDriver:
     def _start_locust(self) -> None:
         """A master (the web API, the metrics plugin on the one metrics port Prometheus scrapes) and the workers; in
         the open model both with the current rate."""
-        env = {"LOADTEST_WAIT": f"{self.wait_s:g}"}
+        env = {settings.WAIT.env: f"{self.wait_s:g}"}
         if self.arrival_rate is not None:
-            env[ARRIVAL_RATE_ENV] = str(self.arrival_rate)
+            env[settings.ARRIVAL_RATE.env] = str(self.arrival_rate)
         self.launcher = Locust(self.stack.procs, self.scenario.locustfile, env=env)
         self.master = self.launcher.start_master(
             "--enable-rebalancing", "--host", self.server.url(tls=self.tls_mode != "none"),
-            env={"LOADTEST_METRICS_PORT": str(self.metrics_port)})
+            env={settings.METRICS_PORT.env: str(self.metrics_port)})
         self.locust = LocustWeb(self.launcher.web_url, self.launcher.web_credentials)
         self.stack.procs.wait_http(MASTER, f"{self.locust.url}/stats/requests")
         self._start_workers(self.workers)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from loadtest_shared import settings
+
 from ..errors import UsageError
 from . import arrival
 
@@ -75,11 +77,10 @@ def check_open_model(*, users_per_worker: int | None, wait_s: float, release: st
                          f"cannot change it yet. Run it here with --local, or step by hand: for each rate N, "
                          f"helm upgrade {release} charts/loadtest --reuse-values --set locust.load.arrivalRate=N, "
                          f"then loadtest run --release {release}")
-    if users_per_worker is not None:
-        raise SweepError(f"--users-per-worker with --sweep {ARRIVAL_RATE}: each step's pool of users is sized from "
-                         f"its rate ({arrival.POOL_S:g} s of it); drop --users-per-worker")
-    if wait_s:
-        raise SweepError(f"--wait with --sweep {ARRIVAL_RATE}: the rate sets when each request goes; drop --wait")
+    if why := settings.refusal({settings.ARRIVAL_RATE: True, settings.USERS: users_per_worker is not None,
+                                settings.WAIT: wait_s},
+                               {settings.ARRIVAL_RATE: f"--sweep {ARRIVAL_RATE}", settings.USERS: "--users-per-worker"}):
+        raise SweepError(why)
 
 
 def parse_steps(text: str) -> list[int]:

@@ -7,10 +7,11 @@ import subprocess
 
 import pytest
 
+from loadtest_shared import settings
+
 from loadtest import paths, units
 from loadtest.capacity import profiles
 
-import loadtest_metrics  # noqa: E402  (the worker's readiness file, named where the plugin reads it)
 
 LOCUSTFILES = paths.CHART / "charts" / "locust" / "locustfiles"
 WORKER, MASTER, BACKEND = "lt-locust-worker", "lt-locust-master", "lt-backend"
@@ -239,8 +240,8 @@ def test_a_worker_is_ready_once_the_master_accepted_it(helm):
     """The probe reads the file the plugin creates on the master's "ack", where the worker's env tells it to."""
     worker = helm.render().get("Deployment", WORKER)["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in worker["env"]}
-    assert worker["readinessProbe"]["exec"]["command"] == ["cat", env[loadtest_metrics.READY_FILE_ENV]]
-    assert env[loadtest_metrics.READY_FILE_ENV].startswith("/tmp/")  # the writable emptyDir
+    assert worker["readinessProbe"]["exec"]["command"] == ["cat", env[settings.WORKER_READY_FILE.env]]
+    assert env[settings.WORKER_READY_FILE.env].startswith("/tmp/")  # the writable emptyDir
     assert "/tmp" in [m["mountPath"] for m in worker["volumeMounts"]]
 
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from helpers import wait_for
 
-from loadtest_shared import verdict
+from loadtest_shared import settings, verdict
 
 from loadtest.generate import dashboards
 from loadtest.judging import rules
@@ -31,7 +31,6 @@ from loadtest.runtime.processes import Processes, free_port
 from loadtest.runtime.tools import find as find_tool
 from loadtest.workload import scenarios, targets
 
-import loadtest_metrics  # noqa: E402  (the plugin's cgroup reader finds where the cpu controller is mounted)
 
 # The labels the chart's scrape configurations give every series, here as static labels.
 RELEASE = "local"
@@ -121,7 +120,7 @@ def start_data_plane(procs: Processes, quotas, workdir: Path, *, workers: int, u
     locust.start_master(
         "-u", str(users), "-r", str(users), "-t", f"{LOCUST_RUN_TIME_S}s",
         "--host", f"http://127.0.0.1:{ports['haproxy']}", web=False, expect_workers=workers,
-        expect_workers_wait_s=STARTUP_TIMEOUT_S, env={loadtest_metrics.PORT_ENV: str(ports["locust_metrics"])})
+        expect_workers_wait_s=STARTUP_TIMEOUT_S, env={settings.METRICS_PORT.env: str(ports["locust_metrics"])})
     procs.wait_http(MASTER, f"http://127.0.0.1:{ports['locust_metrics']}/metrics")
     for worker in locust.start_workers(workers):
         if worker_cpu:
@@ -240,7 +239,7 @@ def test_web_ui_mode_serves_metrics_on_the_ui_behind_its_login_and_on_the_metric
     with Processes(tmp_path) as procs:
         locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile)
         locust.start_master("--host", "http://127.0.0.1:9",
-                            env={loadtest_metrics.PORT_ENV: str(metrics), "LOADTEST_WEB_AUTH": "admin:s3cret"})
+                            env={settings.METRICS_PORT.env: str(metrics), "LOADTEST_WEB_AUTH": "admin:s3cret"})
         web = locust.web_port
         procs.wait_http(MASTER, f"http://127.0.0.1:{metrics}/metrics")
         locust.start_workers(1)
@@ -260,7 +259,7 @@ def test_a_worker_marks_itself_ready_only_once_the_master_accepted_it(tmp_path):
     ready = tmp_path / "connected"
     with Processes(tmp_path) as procs:
         locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile,
-                        env={loadtest_metrics.READY_FILE_ENV: str(ready)})
+                        env={settings.WORKER_READY_FILE.env: str(ready)})
         locust.start_workers(1)
         time.sleep(3)  # the worker has started and sent its first "client_ready" into the void
         assert not ready.exists()

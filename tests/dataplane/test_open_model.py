@@ -14,7 +14,7 @@ import time
 import psutil
 import pytest
 
-from loadtest_shared import checks, verdict
+from loadtest_shared import checks, settings, verdict
 
 from loadtest.judging import locuststats
 from loadtest.runtime import localrun, vegeta
@@ -179,7 +179,7 @@ def test_cli_refuses_users_with_an_arrival_rate():
     out = subprocess.run([sys.executable, "-m", "loadtest", "local", "--arrival-rate", "100", "--users", "10"],
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 2, out
-    assert "--users with --arrival-rate" in out.stderr and "drop --users" in out.stderr
+    assert "--arrival-rate with --users" in out.stderr and "drop --users" in out.stderr
     assert "Traceback" not in out.stderr
 
 
@@ -200,7 +200,7 @@ def judged_open_master(tmp_path, url, rate, checks_text, run_time_s, quotas=None
     """The chart's mode run in the open model on loopback: a headless master that ends the run itself with the
     environment the chart gives it (LOADTEST_CHECKS, LOADTEST_ARRIVAL_RATE) and one worker,
     in a CPU quota when `worker_cores`."""
-    env = {"LOADTEST_CHECKS": checks_text, RESET_STATS_ENV: "true", localrun.ARRIVAL_RATE_ENV: f"{rate:g}"}
+    env = {"LOADTEST_CHECKS": checks_text, RESET_STATS_ENV: "true", settings.ARRIVAL_RATE.env: f"{rate:g}"}
     with Processes(tmp_path) as procs:
         locust = Locust(procs, scenarios.get("keepalive_1kb").locustfile, env=env)
         users = arrival.pool_size(rate, 1)

@@ -16,6 +16,8 @@ from base64 import b64encode
 import pytest
 from helpers import served_or_generator_bound, wait_for
 
+from loadtest_shared import settings
+
 from loadtest import paths
 from loadtest.runtime.localrun import own_test_env
 from loadtest.runtime.locust import MASTER, Locust
@@ -113,7 +115,7 @@ def test_a_file_that_imports_nothing_of_ours_gets_the_metrics_the_login_and_the_
     with Processes(tmp_path / "logs") as procs:
         locust = Locust(procs, usertest.locustfiles(mine), env=own_test_env(mine))
         locust.start_master("--autostart", "-u", "5", "-r", "5", "-t", "30s", "--host", nginx.url,
-                            env={"LOADTEST_METRICS_PORT": str(metrics), "LOADTEST_WEB_AUTH": "admin:s3cret"})
+                            env={settings.METRICS_PORT.env: str(metrics), "LOADTEST_WEB_AUTH": "admin:s3cret"})
         procs.wait_http(MASTER, f"http://127.0.0.1:{metrics}/metrics")
         locust.start_workers(1)
         with pytest.raises(urllib.error.HTTPError) as denied:

@@ -15,7 +15,7 @@ import time
 import yaml
 from conftest import S3_BUCKET
 
-from loadtest_shared import checks, results
+from loadtest_shared import checks, results, settings
 
 from loadtest import paths
 from loadtest.runtime import sweep_local
@@ -133,7 +133,7 @@ def test_the_master_writes_the_runs_series_from_the_releases_prometheus(tmp_path
                                    f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"])
         procs.wait_http("prometheus", f"http://127.0.0.1:{port}/-/ready")
         code, log = pod_run(tmp_path / "results", "lt-locust-master-29000301", nginx.url, users=8, wait_s=0.01,
-                            run_time_s=10, env={"LOADTEST_METRICS_PORT": str(metrics), "LOADTEST_RELEASE": "lt",
+                            run_time_s=10, env={settings.METRICS_PORT.env: str(metrics), "LOADTEST_RELEASE": "lt",
                                                 "LOADTEST_PROMETHEUS_URL": f"http://127.0.0.1:{port}",
                                                 "LOADTEST_SCRAPE_INTERVAL_S": f"{sweep_local.SCRAPE_S}"})
     assert code == checks.PASSED, log[-3000:]

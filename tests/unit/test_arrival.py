@@ -13,7 +13,7 @@ from locust import User, task
 from locust.env import Environment
 from locust.exception import StopUser
 
-from loadtest_shared import checks, verdict
+from loadtest_shared import checks, settings, verdict
 
 from loadtest.workload import arrival
 
@@ -79,7 +79,7 @@ def test_a_worker_that_leaves_ends_its_series_but_the_run_keeps_its_late_starts(
 
 @pytest.mark.parametrize("text", ["0", "-5", "nan", "inf", "fast"])
 def test_a_bad_rate_stops_the_process_naming_the_variable(monkeypatch, text):
-    monkeypatch.setenv(loadtest_arrival.RATE_ENV, text)
+    monkeypatch.setenv(settings.ARRIVAL_RATE.env, text)
     with pytest.raises(SystemExit, match="LOADTEST_ARRIVAL_RATE=.*a positive number of requests per second"):
         loadtest_arrival.configured_rate()
 
@@ -211,15 +211,6 @@ def test_a_taskset_with_a_wait_time_of_its_own_is_named():
 
     assert loadtest_arrival.own_wait_times(Shopper.tasks) == ["Checkout"]
     assert loadtest_arrival.own_wait_times([Browse]) == []
-
-
-def test_the_cli_names_the_plugins_settings_as_the_plugin_does():
-    """The CLI keeps its own copy of the names (importing the plugin would import Locust and patch the CLI's
-    sockets); they must stay the plugin's."""
-    from loadtest.runtime import localrun
-
-    assert (localrun.ARRIVAL_RATE_ENV, localrun.ARRIVAL_FILE_ENV) == (loadtest_arrival.RATE_ENV,
-                                                                       loadtest_arrival.FILE_ENV)
 
 
 def running_dispatcher(rate: float, kind: type = loadtest_arrival.Dispatcher) -> loadtest_arrival.Dispatcher:

@@ -80,8 +80,8 @@ def test_a_step_runs_the_pool_its_rate_needs():
 
 @pytest.mark.parametrize("argv, message", [
     (["--local", "--steps", "500,1000", "--users-per-worker", "20"],
-     "--users-per-worker with --sweep arrival-rate: each step's pool of users is sized from its rate"),
-    (["--local", "--steps", "500", "--wait", "0.1"], "--wait with --sweep arrival-rate"),
+     "--sweep arrival-rate with --users-per-worker: the open model's rate replaces a user count"),
+    (["--local", "--steps", "500", "--wait", "0.1"], "--sweep arrival-rate with --wait"),
     (["--local", "--steps", "1000,500"], "--steps 1000,500: each step must be above the one before"),
     (["--local", "--steps", "500,500"], "each step must be above the one before"),
     (["--local", "--steps", "0,500"], "--steps: positive whole numbers"),
@@ -103,7 +103,7 @@ def test_a_release_is_refused_with_the_helm_upgrade_that_does_it_by_hand(capsys,
 
 
 def test_think_time_is_refused_only_when_given():
-    with pytest.raises(sweep.SweepError, match="--wait with"):
+    with pytest.raises(sweep.SweepError, match="with --wait"):
         sweep.check_open_model(users_per_worker=None, wait_s=0.5, release=None)
     sweep.check_open_model(users_per_worker=None, wait_s=0, release=None)  # nothing to refuse
 

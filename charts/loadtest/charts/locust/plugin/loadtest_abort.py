@@ -23,9 +23,8 @@ from locust import events
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner
 
 import loadtest_faults
-from loadtest_shared import checks
+from loadtest_shared import checks, settings
 
-ENV = "LOADTEST_ABORT_ON"
 WINDOW_S = 10.0  # the reports a condition is judged over: the last three or so of each worker (every 3 s)
 LOOK_S = 1.0
 
@@ -109,12 +108,12 @@ active: AbortOn | None = None  # the master's, when LOADTEST_ABORT_ON names cond
 @events.init.add_listener
 def _register(environment, **_):
     global active
-    if not os.environ.get(ENV, "").strip() or not isinstance(environment.runner, MasterRunner):
+    if not os.environ.get(settings.ABORT_ON.env, "").strip() or not isinstance(environment.runner, MasterRunner):
         return
     try:
-        conditions = checks.parse_all([os.environ[ENV]])
+        conditions = checks.parse_all([os.environ[settings.ABORT_ON.env]])
     except checks.CheckError as e:
-        logger.error("%s: %s", ENV, e)
+        logger.error("%s: %s", settings.ABORT_ON.env, e)
         raise SystemExit(checks.BAD_INPUT) from None
     active = AbortOn(environment, conditions)
     environment.events.worker_report.add_listener(active.report)

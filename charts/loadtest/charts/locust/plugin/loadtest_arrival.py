@@ -57,10 +57,8 @@ from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunne
 from locust.stats import RequestStats, StatsEntry, bucket_response_time
 
 import loadtest_reports
-from loadtest_shared import verdict
+from loadtest_shared import settings, verdict
 
-RATE_ENV = "LOADTEST_ARRIVAL_RATE"
-FILE_ENV = "LOADTEST_ARRIVAL_FILE"
 SHARE_MESSAGE = "loadtest_arrival_share"
 # A worker says so once it can take its share: Locust's worker reads the master's messages from before its plugins'
 # init, and a share sent then would be dropped as a message of unknown type, leaving the worker idle all run.
@@ -82,7 +80,7 @@ logger = logging.getLogger(__name__)
 
 def configured_rate() -> float | None:
     """LOADTEST_ARRIVAL_RATE as a positive number of requests per second; None when unset."""
-    text = os.environ.get(RATE_ENV, "").strip()
+    text = os.environ.get(settings.ARRIVAL_RATE.env, "").strip()
     if not text:
         return None
     try:
@@ -90,7 +88,7 @@ def configured_rate() -> float | None:
     except ValueError:
         rate = math.nan
     if not (rate > 0 and math.isfinite(rate)):
-        raise SystemExit(f"{RATE_ENV}={text!r}: a positive number of requests per second, e.g. 2000")
+        raise SystemExit(f"{settings.ARRIVAL_RATE.env}={text!r}: a positive number of requests per second, e.g. 2000")
     return rate
 
 
@@ -394,7 +392,7 @@ def _install_schedule(environment, dispatcher: Dispatcher) -> None:
     wait_for_slot = dispatcher.wait_for_slot
     for user_class in environment.user_classes:
         if own := own_wait_times(user_class.tasks):
-            raise SystemExit(f"{RATE_ENV}: TaskSet {', '.join(own)} of {user_class.__name__} has a wait_time of its "
+            raise SystemExit(f"{settings.ARRIVAL_RATE.env}: TaskSet {', '.join(own)} of {user_class.__name__} has a wait_time of its "
                              "own, which would send on its own clock, not at the rate; remove it (the open model's "
                              "schedule replaces every wait_time)")
         user_class.wait_time = wait_for_slot
@@ -503,7 +501,7 @@ def _register_master(environment, totals: Totals) -> None:
 
 
 def _write_totals(totals: Totals) -> None:
-    path = os.environ.get(FILE_ENV)
+    path = os.environ.get(settings.ARRIVAL_FILE.env)
     if path:
         with open(path, "w") as f:
             json.dump(totals.to_json(), f, indent=1)

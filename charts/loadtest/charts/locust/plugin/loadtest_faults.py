@@ -35,8 +35,8 @@ from locust.runners import (HEARTBEAT_INTERVAL, HEARTBEAT_LIVENESS, STATE_INIT, 
                             WorkerRunner)
 
 import loadtest_reports
+from loadtest_shared import settings
 
-FILE_ENV = "LOADTEST_FAULTS_FILE"
 LOST, QUIT, JOINED, BACK = "worker lost", "worker quit", "worker joined", "worker back"
 SILENT = "target silent"
 FAULTS = (LOST, QUIT, SILENT)  # what the master's metrics count (loadtest_faults_total)
@@ -354,7 +354,7 @@ def _register(environment, **_):
     environment.events.heartbeat_sent.add_listener(log.heartbeat)
     environment.events.worker_report.add_listener(log.report)
     gevent.spawn(log.watch)
-    if path := os.environ.get(FILE_ENV):
+    if path := os.environ.get(settings.FAULTS_FILE.env):
         @environment.events.quitting.add_listener
         def write(**_):
             log.look()

@@ -30,27 +30,17 @@ import loadtest_abort
 import loadtest_arrival
 import loadtest_faults
 from loadtest_metrics import REPORT_KEY  # its part of a worker's report carries the CPU limit
-from loadtest_shared import checks, prometheus, results, s3, verdict
+from loadtest_shared import checks, prometheus, results, s3, settings, verdict
 
-CHECKS_ENV = "LOADTEST_CHECKS"
 # The store the chart mounts (a PVC, or a folder the master uploads to S3) and the run's name (its Job's), which make
 # the run's folder: <store>/<run>, where Locust writes its CSV, JSON and HTML report too.
-RESULTS_DIR_ENV = "LOADTEST_RESULTS_DIR"
-RUN_NAME_ENV = "LOADTEST_RUN_NAME"
 # With a bucket as the store, <store> is a scratch folder; the run's folder is uploaded when the master exits, after
 # Locust wrote its last files, and the baseline is read from the bucket.
-S3_URL_ENV = "LOADTEST_RESULTS_S3_URL"
-S3_ENDPOINT_ENV = "LOADTEST_RESULTS_S3_ENDPOINT"
-S3_REGION_ENV = "LOADTEST_RESULTS_S3_REGION"
 # While the run goes on, its folder's changed files go to the bucket this often (seconds), so a master killed
 # outright (out of memory, its node lost) leaves there what it had, as a PVC would.
-S3_SYNC_ENV = "LOADTEST_RESULTS_S3_SYNC_S"
 S3_SYNC_S = 30.0
 # The release's Prometheus and its scrape interval: the master writes the run's series.csv from it, as `loadtest run
 # --release` does, and the release's name selects the series.
-PROMETHEUS_URL_ENV = "LOADTEST_PROMETHEUS_URL"
-SCRAPE_INTERVAL_ENV = "LOADTEST_SCRAPE_INTERVAL_S"
-RELEASE_ENV = "LOADTEST_RELEASE"
 CRASHED = "the master ended before the run did (it crashed, or was stopped)"
 
 logger = logging.getLogger(__name__)
@@ -119,7 +109,7 @@ def steady_window(cpu: WorkerCpu, arrival, figures: dict, losses: tuple[str, ...
 
 def results_folder() -> str | None:
     """<store>/<run> when the chart gives both, created at once: Locust opens its CSV files there at start."""
-    store, run = os.environ.get(RESULTS_DIR_ENV), os.environ.get(RUN_NAME_ENV)
+    store, run = os.environ.get(settings.RESULTS_DIR.env), os.environ.get(settings.RUN_NAME.env)
     if not (store and run):
         return None
     folder = os.path.join(store, run)
@@ -129,15 +119,15 @@ def results_folder() -> str | None:
 
 def bucket():
     """The S3 store the chart names, or None."""
-    url = os.environ.get(S3_URL_ENV)
-    return s3.from_url(url, os.environ.get(S3_ENDPOINT_ENV), os.environ.get(S3_REGION_ENV)) if url else None
+    url = os.environ.get(settings.S3_URL.env)
+    return s3.from_url(url, os.environ.get(settings.S3_ENDPOINT.env), os.environ.get(settings.S3_REGION.env)) if url else None
 
 
 def baseline_of(store) -> tuple[str, dict | str] | None:
     """The pinned baseline in the bucket, or on the mounted store: its name and result.json, or why that could not
     be read (the run then says it was not held to it, rather than passing as if none were pinned)."""
     if store is None:
-        return results.read_baseline(os.environ[RESULTS_DIR_ENV])
+        return results.read_baseline(os.environ[settings.RESULTS_DIR.env])
     prefix = f"{store.prefix}/" if store.prefix else ""
     try:
         name = store.get(f"{prefix}{results.BASELINE}").decode().strip()
@@ -186,14 +176,14 @@ def sync_while_running(store, folder: str, every_s: float) -> None:
 def write_series(folder: str, start: float, end: float) -> None:
     """series.csv of the run from the release's Prometheus, when the chart names it; a failure is logged, the run
     judged all the same."""
-    url = os.environ.get(PROMETHEUS_URL_ENV)
+    url = os.environ.get(settings.PROMETHEUS_URL.env)
     if not url:
         return
-    step = float(os.environ.get(SCRAPE_INTERVAL_ENV, "15"))
+    step = float(os.environ.get(settings.SCRAPE_INTERVAL_S.env, "15"))
     try:
         client = prometheus.Prometheus(url, timeout_s=30)
         columns = {name: client.query_range(expr, start, end, step)
-                   for name, expr in results.series_queries(os.environ.get(RELEASE_ENV, ""), step).items()}
+                   for name, expr in results.series_queries(os.environ.get(settings.RELEASE.env, ""), step).items()}
         results.replace_file(os.path.join(folder, results.SERIES_CSV), results.series_csv(columns, start, end, step))
     except (prometheus.PrometheusError, OSError) as e:
         logger.warning("series.csv not written: %s: %s", url, e)
@@ -211,26 +201,26 @@ def conditions(environment) -> dict[str, str]:
     return facts
 
 
-def settings() -> tuple[list, str | None, object, float]:
+def from_environment() -> tuple[list, str | None, object, float]:
     """The checks, the run's folder, its bucket and the seconds between the bucket's syncs, from the environment the
     chart gives; a bad one ends the master with exit 2, naming it."""
     try:
-        asked = checks.parse_all([os.environ[CHECKS_ENV]])
+        asked = checks.parse_all([os.environ[settings.CHECKS.env]])
     except checks.CheckError as e:
-        logger.error("%s: %s", CHECKS_ENV, e)
+        logger.error("%s: %s", settings.CHECKS.env, e)
         raise SystemExit(checks.BAD_INPUT) from None
     folder = results_folder()
     try:
         store = bucket() if folder else None
     except (ValueError, s3.S3Error) as e:
-        logger.error("%s: %s", S3_URL_ENV, e)
+        logger.error("%s: %s", settings.S3_URL.env, e)
         raise SystemExit(checks.BAD_INPUT) from None
     try:
-        sync_s = float(os.environ.get(S3_SYNC_ENV, S3_SYNC_S))
+        sync_s = float(os.environ.get(settings.S3_SYNC_S.env, S3_SYNC_S))
     except ValueError:
         sync_s = 0.0
     if not 0 < sync_s < float("inf"):
-        logger.error("%s=%r: seconds between uploads, above 0, e.g. 30", S3_SYNC_ENV, os.environ.get(S3_SYNC_ENV))
+        logger.error("%s=%r: seconds between uploads, above 0, e.g. 30", settings.S3_SYNC_S.env, os.environ.get(settings.S3_SYNC_S.env))
         raise SystemExit(checks.BAD_INPUT)
     return asked, folder, store, sync_s
 
@@ -317,9 +307,9 @@ class JudgedRun:
 
 @events.init.add_listener
 def _register(environment, **_):
-    if CHECKS_ENV not in os.environ or not isinstance(environment.runner, MasterRunner):
+    if settings.CHECKS.env not in os.environ or not isinstance(environment.runner, MasterRunner):
         return
-    asked, folder, store, sync_s = settings()
+    asked, folder, store, sync_s = from_environment()
     run = JudgedRun(environment, asked, folder, store)
     environment.events.worker_report.add_listener(run.cpu.add)
     environment.events.spawning_complete.add_listener(run.steady_from)

@@ -18,28 +18,28 @@ import loadtest_arrival  # noqa: F401  (registering it runs the open model when 
 import loadtest_faults  # noqa: F401  (registering it records workers lost and joined, and the requests they sent)
 import loadtest_judge  # noqa: F401  (registering it judges LOADTEST_CHECKS when the master ends a run)
 import loadtest_metrics  # noqa: F401  (registering it serves the run's Prometheus metrics)
+from loadtest_shared import settings
 
 # "user:password" for HTTP basic auth on the web UI: in a file (the chart mounts its Secret there when webAuth is
 # enabled), or in the environment (a local run).
-WEB_AUTH_FILE_ENV = "LOADTEST_WEB_AUTH_FILE"
-WEB_AUTH_ENV = "LOADTEST_WEB_AUTH"
 
 
 def setting(name: str, default: str) -> str:
-    """A scenario setting: LOADTEST_<NAME> from the environment, else the scenario's default."""
-    return os.environ.get(f"LOADTEST_{name.upper()}", default)
+    """A scenario setting (one of loadtest_shared.settings, by its name) from the environment, else the scenario's
+    default."""
+    return settings.BY_NAME[name].read(default)
 
 
 def web_auth_credentials() -> tuple[str, str]:
     """The web UI's "user:password", from LOADTEST_WEB_AUTH_FILE or LOADTEST_WEB_AUTH; (source, "") when neither."""
-    path = os.environ.get(WEB_AUTH_FILE_ENV)
+    path = os.environ.get(settings.WEB_AUTH_FILE.env)
     if path:
         try:
             with open(path) as f:
                 return path, f.read().strip()
         except OSError as e:
-            raise SystemExit(f"{WEB_AUTH_FILE_ENV}={path}: {e.strerror}") from None
-    return WEB_AUTH_ENV, os.environ.get(WEB_AUTH_ENV, "")
+            raise SystemExit(f"{settings.WEB_AUTH_FILE.env}={path}: {e.strerror}") from None
+    return settings.WEB_AUTH.env, os.environ.get(settings.WEB_AUTH.env, "")
 
 
 @events.init.add_listener

@@ -62,6 +62,7 @@ import loadtest_arrival
 import loadtest_faults
 import loadtest_reports
 from loadtest_shared.cgroup import ThrottleClock, cpu_limit_cores, memory_in_use
+from loadtest_shared import settings
 
 try:
     import prometheus_client
@@ -69,8 +70,6 @@ try:
 except ImportError:  # workers do not need it: only the master serves metrics
     prometheus_client = None
 
-PORT_ENV = "LOADTEST_METRICS_PORT"
-READY_FILE_ENV = "LOADTEST_WORKER_READY_FILE"
 # The run's statistics in Locust's --json-file format, on the web UI (behind its login).
 STATS_JSON_ROUTE = "/loadtest/stats.json"
 # The runner's state and user count, uncached.
@@ -126,7 +125,7 @@ def _register_worker(environment) -> None:
     # Init fires once the worker is connected (Locust's WorkerRunner waits for the master's "ack" as it is made).
     # Ready before that, a rolling update would stop the old worker first, and the master stops the run when its last
     # worker quits.
-    if ready_file := os.environ.get(READY_FILE_ENV):
+    if ready_file := os.environ.get(settings.WORKER_READY_FILE.env):
         Path(ready_file).touch()
     warnings = 0
     clock, throttle = CpuClock(), ThrottleClock()
@@ -347,7 +346,7 @@ def _serve(environment, registry, web_ui) -> None:
             entries = [e.serialize() for e in environment.stats.entries.values() if e.num_requests or e.num_failures]
             return Response(json.dumps(entries), headers={"Content-Type": "application/json"})
 
-    port = os.environ.get(PORT_ENV)
+    port = os.environ.get(settings.METRICS_PORT.env)
     if port:
         from gevent import pywsgi
 
@@ -357,7 +356,7 @@ def _serve(environment, registry, web_ui) -> None:
         server.start()
         logger.info("loadtest_metrics: serving Prometheus metrics on port %s", port)
     elif web_ui is None:
-        logger.warning("loadtest_metrics: headless and %s is not set: no metrics endpoint", PORT_ENV)
+        logger.warning("loadtest_metrics: headless and %s is not set: no metrics endpoint", settings.METRICS_PORT.env)
 
 
 @events.init.add_listener

@@ -21,7 +21,7 @@ open model's rate, then the user's extraEnv.
   value: /tmp
 - name: PYTHONPATH
   value: {{ join ":" $path }}
-- name: LOADTEST_ROUTES
+- name: {{ include "common.settings.env" "routes" }}
   value: {{ $values.routes | int64 | quote }}
 {{- if and (eq $values.mode "run") (not $values.stepLoad.enabled) }}
 {{- /* A judged run's figures are its steady window's: Locust resets its statistics once every user runs, on the
@@ -32,16 +32,16 @@ master and on each worker, as Locust asks. (Step load spawns at every step: its 
 {{- with include "common.locust.arrivalRate" $values }}
 {{- /* The open model (locust.load.arrivalRate): the master splits the rate over the workers, each sends its share
 on a fixed schedule. */}}
-- name: LOADTEST_ARRIVAL_RATE
+- name: {{ include "common.settings.env" "arrival_rate" }}
   value: {{ . | quote }}
 {{- end }}
 {{- with $values.stepLoad }}
 {{- if .enabled }}
-- name: LOADTEST_STEP_USERS
+- name: {{ include "common.settings.env" "step_users" }}
   value: {{ .users | int64 | quote }}
-- name: LOADTEST_STEP_TIME
+- name: {{ include "common.settings.env" "step_time" }}
   value: {{ .stepTime | quote }}
-- name: LOADTEST_STEPS
+- name: {{ include "common.settings.env" "steps" }}
   value: {{ .steps | int64 | quote }}
 {{- end }}
 {{- end }}
@@ -231,56 +231,56 @@ template:
           - --expect-workers={{ .Values.worker.replicas | int64 }}
           {{- end }}
           {{- if $results }}
-          {{- /* Locust's own files in the run's folder; Kubernetes expands $(LOADTEST_RUN_NAME) from the env. */}}
-          - --csv=/results/$(LOADTEST_RUN_NAME)/stats
-          - --json-file=/results/$(LOADTEST_RUN_NAME)/stats
-          - --html=/results/$(LOADTEST_RUN_NAME)/report.html
+          {{- /* Locust's own files in the run's folder; Kubernetes expands $({{ include "common.settings.env" "run_name" }}) from the env. */}}
+          - --csv=/results/$({{ include "common.settings.env" "run_name" }})/stats
+          - --json-file=/results/$({{ include "common.settings.env" "run_name" }})/stats
+          - --html=/results/$({{ include "common.settings.env" "run_name" }})/report.html
           {{- end }}
         env:
           {{- include "locust.pods.env" $pod | nindent 10 }}
-          - name: LOADTEST_METRICS_PORT
+          - name: {{ include "common.settings.env" "metrics_port" }}
             value: "9646"
           {{- if $run }}
-          - name: LOADTEST_CHECKS
+          - name: {{ include "common.settings.env" "checks" }}
             value: {{ join "\n" .Values.checks | quote }}
           {{- with .Values.abortOn }}
-          - name: LOADTEST_ABORT_ON
+          - name: {{ include "common.settings.env" "abort_on" }}
             value: {{ join "\n" . | quote }}
           {{- end }}
           {{- end }}
           {{- if $results }}
           {{- /* The run's folder is /results/<its Job's name>: each scheduled run has its own. */}}
-          - name: LOADTEST_RESULTS_DIR
+          - name: {{ include "common.settings.env" "results_dir" }}
             value: /results
           {{- /* The run's name, its folder's: a scheduled run's Job is named after its minute; a run at install
           always has the same Job name, so its Job's uid makes it unique. */}}
-          - name: LOADTEST_JOB_NAME
+          - name: {{ include "common.settings.env" "job_name" }}
             valueFrom:
               fieldRef:
                 fieldPath: metadata.labels['batch.kubernetes.io/job-name']
           {{- if .Values.schedule.cron }}
-          - name: LOADTEST_RUN_NAME
-            value: $(LOADTEST_JOB_NAME)
+          - name: {{ include "common.settings.env" "run_name" }}
+            value: $({{ include "common.settings.env" "job_name" }})
           {{- else }}
-          - name: LOADTEST_JOB_UID
+          - name: {{ include "common.settings.env" "job_uid" }}
             valueFrom:
               fieldRef:
                 fieldPath: metadata.labels['batch.kubernetes.io/controller-uid']
-          - name: LOADTEST_RUN_NAME
-            value: $(LOADTEST_JOB_NAME)-$(LOADTEST_JOB_UID)
+          - name: {{ include "common.settings.env" "run_name" }}
+            value: $({{ include "common.settings.env" "job_name" }})-$({{ include "common.settings.env" "job_uid" }})
           {{- end }}
           {{- /* The release's series in the run's folder (series.csv): the master queries the release's Prometheus,
           whose address the umbrella chart's ConfigMap gives when it runs one (below, envFrom). */}}
-          - name: LOADTEST_RELEASE
+          - name: {{ include "common.settings.env" "release" }}
             value: {{ .Release.Name | quote }}
           {{- end }}
           {{- if eq $results "s3" }}
           {{- with .Values.results.s3 }}
-          - name: LOADTEST_RESULTS_S3_URL
+          - name: {{ include "common.settings.env" "s3_url" }}
             value: {{ printf "s3://%s/%s" .bucket (trimAll "/" .prefix) | trimSuffix "/" | quote }}
-          - name: LOADTEST_RESULTS_S3_ENDPOINT
+          - name: {{ include "common.settings.env" "s3_endpoint" }}
             value: {{ .endpoint | quote }}
-          - name: LOADTEST_RESULTS_S3_REGION
+          - name: {{ include "common.settings.env" "s3_region" }}
             value: {{ .region | quote }}
           {{- range list "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" }}
           - name: {{ . }}
@@ -292,7 +292,7 @@ template:
           {{- end }}
           {{- end }}
           {{- if .Values.webAuth.enabled }}
-          - name: LOADTEST_WEB_AUTH_FILE
+          - name: {{ include "common.settings.env" "web_auth_file" }}
             value: /etc/loadtest/web-auth/credentials
           {{- end }}
         {{- if or .Values.envFrom $results }}
@@ -436,7 +436,7 @@ template:
           - --master-port=5557
         env:
           {{- include "locust.pods.env" $pod | nindent 10 }}
-          - name: LOADTEST_WORKER_READY_FILE
+          - name: {{ include "common.settings.env" "worker_ready_file" }}
             value: {{ $readyFile }}
         {{- with .Values.envFrom }}
         envFrom:
