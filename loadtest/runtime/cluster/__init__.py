@@ -5,10 +5,9 @@ Debian's etcd, and KWOK in place of the kubelets: it marks nodes Ready and pods 
 Nodes are made from the instance catalog (capacity, allocatable, max pods, EKS labels) and kube-system gets the
 DaemonSets and cluster pods the sizing assumes, so the scheduler sees what it would see on EKS.
 
-    supervisor    the component processes: own session, PID files, stop by PID, wait with the log's tail
     pki           the CA, the apiserver's and admin's certificates, the kubeconfig
     api           the apiserver's REST API (reads), kubectl (writes), polling
-    controlplane  Cluster: start, stop, healthy; up() and down()
+    controlplane  Cluster: start, stop, healthy; up() and down() (its processes: runtime.processes, with PID files)
     nodegroups    simulated EKS node groups and their kube-system add-ons
     network       the cluster's address ranges (inside 198.18.0.0/15)
     node          the real node: containerd, kubelet, kube-proxy, the CNI bridge, CoreDNS

@@ -15,13 +15,13 @@ from pathlib import Path
 from ... import paths
 from ...capacity import profiles
 from .. import tools
-from ..processes import LOCAL_HOST, free_port
+from ..processes import LOCAL_HOST, Processes, free_port
 from . import pki as pki_files
 from .api import ApiClient, get_ok
 from .errors import ClusterError
 from .network import KWOK_POD_CIDR, NODE_IP, SERVICE_CIDR, SERVICE_IP
+from .node import COMPONENTS as NODE_COMPONENTS
 from .node import RealNode, network_up, preflight, stop_node
-from .supervisor import Supervisor
 
 DEFAULT_STATE_DIR = paths.CACHE / "cluster"
 KWOK_STAGES = paths.CACHE / "kwok" / "stages.yaml"
@@ -46,7 +46,7 @@ class Cluster:
         self.pki = self.state_dir / "pki"
         self.kubeconfig = self.state_dir / "kubeconfig"
         self.ports_file = self.state_dir / "ports.json"
-        self.processes = Supervisor(self.state_dir, COMPONENTS)
+        self.processes = Processes(self.state_dir / "logs", self.state_dir / "pids", self.state_dir, ClusterError)
         self.node = RealNode(self)  # present once a real node was started here
         self._api: ApiClient | None = None
 
@@ -57,7 +57,7 @@ class Cluster:
 
     def running(self) -> dict[str, int | None]:
         """Each component's PID, None for one that is not running."""
-        return self.processes.running()
+        return self.processes.running(COMPONENTS)
 
     # --- clients ---------------------------------------------------------------------------------------------
 
@@ -99,7 +99,7 @@ class Cluster:
         """Every component is up (the real node's too, if it has one or `real_node` asks for it)."""
         if not self.ports_file.exists() or not all(self.running().values()):
             return False
-        if (real_node or self.node.present) and not all(self.node.processes.running().values()):
+        if (real_node or self.node.present) and not all(self.node.processes.running(NODE_COMPONENTS).values()):
             return False
         try:
             return self.api.ready()
@@ -147,7 +147,7 @@ class Cluster:
 
         etcd_url = f"http://{LOCAL_HOST}:{ports['etcd']}"
         peer_url = f"http://{LOCAL_HOST}:{ports['etcd_peer']}"
-        processes.spawn("etcd", [
+        processes.start("etcd", [
             etcd, "--name", "loadtest", "--data-dir", str(self.state_dir / "etcd"),
             "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
@@ -156,7 +156,7 @@ class Cluster:
         processes.wait("etcd to be healthy", "etcd", lambda: get_ok(f"{etcd_url}/health"), left())
 
         pki = self.pki
-        processes.spawn("kube-apiserver", [
+        processes.start("kube-apiserver", [
             str(paths.BIN / "kube-apiserver"),
             "--etcd-servers", etcd_url,
             "--bind-address", address, "--advertise-address", address, "--secure-port", str(ports["apiserver"]),
@@ -183,18 +183,18 @@ class Cluster:
             "--kubeconfig", str(self.kubeconfig), "--bind-address", LOCAL_HOST, "--leader-elect=false",
             "--kube-api-qps", str(CLIENT_QPS), "--kube-api-burst", str(CLIENT_BURST), "--profiling=false",
         ]
-        processes.spawn("kube-controller-manager", [
+        processes.start("kube-controller-manager", [
             str(paths.BIN / "kube-controller-manager"), *common,
             "--secure-port", str(ports["controller_manager"]), "--cert-dir", str(pki / "controller-manager"),
             "--service-account-private-key-file", str(pki / "service-account.key"),
             "--root-ca-file", str(pki / "ca.crt"),
             "--use-service-account-credentials=false",
         ])
-        processes.spawn("kube-scheduler", [
+        processes.start("kube-scheduler", [
             str(paths.BIN / "kube-scheduler"), *common,
             "--secure-port", str(ports["scheduler"]), "--cert-dir", str(pki / "scheduler"),
         ])
-        processes.spawn("kwok", [
+        processes.start("kwok", [
             str(paths.BIN / "kwok"), "--kubeconfig", str(self.kubeconfig), "--config", str(KWOK_STAGES),
             # Only the simulated nodes: a real node's kubelet reports its own status.
             "--manage-nodes-with-label-selector", profiles.NODE_GROUP_LABEL, "--cidr", KWOK_POD_CIDR,

@@ -21,12 +21,11 @@ from ... import paths
 from ...generate.images import COREDNS, IMAGES, PAUSE
 from .. import images as builder
 from .. import tools
-from ..processes import LOCAL_HOST, free_port
+from ..processes import LOCAL_HOST, Processes, free_port
 from . import pki as pki_files
 from .api import get_ok, pods, ready, wait_for
 from .errors import ClusterError
 from .network import DNS_IP, NODE_IP, NODE_POD_CIDR, POD_CIDR
-from .supervisor import Supervisor
 
 NAME = "loadtest-node"
 BRIDGE = "loadtest0"
@@ -166,7 +165,7 @@ class RealNode:
     def __init__(self, cluster):
         self.cluster = cluster
         self.dir = cluster.state_dir / "node"
-        self.processes = Supervisor(cluster.state_dir, COMPONENTS)
+        self.processes = Processes(cluster.state_dir / "logs", cluster.state_dir / "pids", cluster.state_dir, ClusterError)
         self._serving: dict[str, Callable[[], bool]] = {}  # component: whether it serves again after a restart
 
     @property
@@ -212,7 +211,7 @@ class RealNode:
         (net_d / "10-loadtest.conflist").write_text(json.dumps(cni_config(self.dir / "cni" / "ipam"), indent=2))
         config = self.dir / "containerd.toml"
         config.write_text(containerd_config(net_d))
-        self.processes.spawn("containerd", [tools.find("containerd"), "--config", str(config)])
+        self.processes.start("containerd", [tools.find("containerd"), "--config", str(config)])
         self._serving["containerd"] = lambda: ctr("version", check=False).returncode == 0
         self.processes.wait("containerd to serve", "containerd", self._serving["containerd"], timeout)
 
@@ -238,7 +237,7 @@ class RealNode:
         config = self.dir / "kubelet.yaml"
         healthz = free_port()
         config.write_text(json.dumps(kubelet_config(self.cluster.pki, self.dir, free_port(), healthz), indent=2))
-        self.processes.spawn("kubelet", [
+        self.processes.start("kubelet", [
             str(paths.BIN / "kubelet"), "--config", str(config), "--kubeconfig", str(self.dir / "kubelet.kubeconfig"),
             "--root-dir", str(root), "--hostname-override", NAME, "--node-ip", NODE_IP,
             # cAdvisor's own flag: it asks containerd which container a cgroup is, or its series carry no
@@ -257,7 +256,7 @@ class RealNode:
         config = self.dir / "kube-proxy.yaml"
         config.write_text(json.dumps(kube_proxy_config(self.dir / "kube-proxy.kubeconfig", healthz, free_port()),
                                      indent=2))
-        self.processes.spawn("kube-proxy", [str(paths.BIN / "kube-proxy"), "--config", str(config)])
+        self.processes.start("kube-proxy", [str(paths.BIN / "kube-proxy"), "--config", str(config)])
         self.processes.wait("kube-proxy to sync its rules", "kube-proxy",
                             lambda: get_ok(f"http://{LOCAL_HOST}:{healthz}/healthz"), timeout)
 
