@@ -57,7 +57,7 @@ def print_result(r: localrun.Result, out=print) -> None:
     else:
         out(f"  RPS              {r.rps:,.0f}")
         out(f"  p50 / p95 / p99  {r.p50_ms:g} / {r.p95_ms:g} / {r.p99_ms:g} ms")
-    out(f"  judged           {r.window.describe() if r.window else 'nothing'}")
+    out(f"  judged           {r.phases.describe() if r.phases else 'nothing'}")
     if r.worker_cpu:
         out(f"  worker CPU       {', '.join(f'{c:.0%}' for c in r.worker_cpu)} (of one core each, steady mean)")
     if r.target_cpu is not None:
@@ -156,7 +156,7 @@ def run(args) -> int:
               file=sys.stderr)
         return checks.RUN_FAILED
     generator_bound = result.verdict is not None and result.verdict.kind == verdict.GENERATOR_BOUND
-    failing = result.failure_ratio > args.max_failure_ratio
+    failing = result.failure_ratio > args.max_failure_ratio  # some request was sent (above)
     # The same code as `loadtest run --local` gives the same run: generator-bound (3) wins over the failures.
     code = checks.exit_code([], generator_bound, result.requests)
     if code == checks.PASSED and failing:

@@ -85,19 +85,18 @@ def run(args) -> int:
                 verdict=result.verdict,
                 cpu={"worker_cpu": result.worker_cpu, "target_cpu_cores": result.target_cpu,
                      "target_cpus": result.target_cpus, "host_cpu": result.host_cpu,
-                     "generator_saturated_share": result.steady.generator_share,
-                     "target_saturated_share": result.steady.target_share},
-                window=result.window.to_json(), judged=result.window.describe(),
-                incomplete=None if result.window.samples or stopped else result.window.describe(),
-                faults=result.faults),
-            offered_rps=result.arrival.offered_rps if result.arrival else None,
+                     "generator_saturated_share": result.window.generator_share,
+                     "target_saturated_share": result.window.target_share},
+                window=result.phases.to_json(), judged=result.phases.describe(),
+                incomplete=None if result.phases.samples or stopped else result.phases.describe(),
+                faults=result.faults, offered_rps=result.arrival.offered_rps if result.arrival else None),
             # A run its --abort-on condition stopped failed that condition, whatever its checks say of the time
             # before.
             stops=([checks.abort_outcome(types.parse_checks([stopped["check"]])[0], stopped["measured"])]
                    if stopped else []),
             show=lambda report: local.print_result(result),
             invalid=("workers were lost while every user ran (see the verdict and faults in result.json); run again"
-                     if result.steady.losses else "the generator was the limit; add workers or cores and run again"))
+                     if result.window.losses else "the generator was the limit; add workers or cores and run again"))
 
     return judged_run(Path(args.output) if args.output else runresult.new_folder(RUNS, plan.name), args.force,
                       conditions, judged, run_local)
@@ -105,12 +104,11 @@ def run(args) -> int:
 
 @dataclass
 class Ran:
-    """What one path's run gives judged_run: its report's own fields (figures and outcomes are judged_run's), the rate
-    it is held to (the open model's), outcomes beside the checks', how it prints itself, and why a generator-bound
-    run is invalid."""
+    """What one path's run gives judged_run: its report's own fields (figures and outcomes are judged_run's; the
+    open model's rate is held to), outcomes beside the checks', how it prints itself, and why a generator-bound run
+    is invalid."""
 
     report: results.RunReport
-    offered_rps: float | None = None
     stops: list = field(default_factory=list)
     show: Callable[[results.RunReport], None] = lambda report: None
     invalid: str = "the generator was the limit; add workers or cores and run again"
@@ -138,7 +136,8 @@ def judged_run(out: Path, force: bool, conditions: dict[str, str], judged: list[
         raise
     figures = locuststats.figures(out / "stats.json")
     # The open model's run is held to its offered rate too: one that sent less never passes.
-    held_to = judged + ([checks.rate_check(ran.offered_rps)] if ran.offered_rps else [])
+    offered = ran.report.offered_rps
+    held_to = judged + ([checks.rate_check(offered)] if offered else [])
     report = replace(ran.report, started=started, ended=time.time(), figures=figures,
                      outcomes=checks.judge(held_to, figures) + ran.stops)
     ran.show(report)
@@ -161,17 +160,13 @@ def run_release(args, judged: list[checks.Check]) -> int:
     target = release.Release(args.release, args.namespace, Path(args.kubeconfig) if args.kubeconfig else None)
 
     def run_on_release(out: Path) -> Ran:
-        result = releaserun.run(target, args.users, args.spawn_rate, run_time_s, out)
-
         def show(report: results.RunReport) -> None:
-            for note in result.notes:
+            for note in report.notes:
                 print(f"  note             {note}")
             if report.verdict:
                 print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
 
-        return Ran(results.RunReport(result.conditions, 0, 0, verdict=result.verdict, cpu=result.cpu,
-                                       window=result.window, judged=result.judged),
-                   offered_rps=result.offered_rps, show=show,
+        return Ran(releaserun.run(target, args.users, args.spawn_rate, run_time_s, out), show=show,
                    invalid="the generator was the limit; add workers or give each a whole core (helm upgrade "
                            "--reuse-values --set locust.worker.cpu=1000m) and run again")
 

@@ -7,11 +7,10 @@ steady window (every user running, before the stop), from the saturation rules' 
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import locust
@@ -22,6 +21,7 @@ from loadtest_shared import checks, results, settings, verdict
 from .. import paths
 from ..errors import RunFailed, UsageError
 from ..judging import locuststats
+from ..judging.measured import Measured
 from ..workload import arrival, scenarios, targets, usertest
 from . import packages, tools
 from .cpu import CpuMeter, cpu_model
@@ -46,34 +46,32 @@ class LocalRunError(RunFailed):
 
 
 @dataclass(frozen=True)
-class Result(locuststats.RunStats):
-    """The run's final figures (Locust's), what was run, and the CPU each side used."""
+class Result(Measured):
+    """A local run: what its steady window measured (Locust's final statistics, each process's CPU: the worker's
+    ceiling is one core) and what was run."""
 
-    scenario: str
-    workers: int
-    users: int
-    run_time_s: int
-    worker_cpu: list[float] = field(default_factory=list)  # mean fraction of one core per worker
-    target_cpu: float | None = None  # mean cores used by the target's processes
-    target_cpus: int = 1
+    scenario: str = ""
+    workers: int = 0
+    run_time_s: int = 0
     target: str = "backend"
     tls_mode: str = "none"
+    target_cpus: int = 1
     host_cpu: float | None = None  # mean share of all the machine's cores in use, whoever used them
-    window: SteadyWindow | None = None  # what was judged; the CPU figures above are its means
-    steady: verdict.Window | None = None
-    arrival: arrival.Figures | None = None  # the open model's (--arrival-rate); None for the closed model
+    phases: SteadyWindow | None = None  # what was judged, and the ramp-up and stop beside it
     p999_ms: float | None = None
+    response_bytes: float = 0.0  # mean body size per request
     faults: dict | None = None  # loadtest_faults' record of the workers, and the target's own count of requests
 
     @property
-    def failure_ratio(self) -> float:
-        return self.failures / self.requests if self.requests else 1.0
+    def target_cpu(self) -> float | None:
+        """The cores the target's processes used, steady mean; None where not measured (another host)."""
+        return None if self.target_cpu_ratio is None else self.target_cpu_ratio * self.target_cpus
 
     @property
     def verdict(self) -> verdict.Verdict | None:
         """Judged here from the processes' CPU over the steady window (`loadtest local` runs no Prometheus to record
         the rules' signals); None when every user never ran."""
-        return verdict.judge(self.steady) if self.steady and self.steady.samples else None
+        return verdict.judge(self.window) if self.window.samples else None
 
 
 def describe(target: str, tls_mode: str) -> str:
@@ -310,7 +308,8 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     env[RESET_STATS_ENV] = "true"  # master and workers alike, as Locust asks
     workdir.mkdir(parents=True, exist_ok=True)
     if arrival_rate:
-        env[settings.ARRIVAL_RATE.env], env[settings.ARRIVAL_FILE.env] = repr(float(arrival_rate)), str(workdir / arrival.FILE)
+        env[settings.ARRIVAL_RATE.env] = repr(float(arrival_rate))
+        env[settings.ARRIVAL_FILE.env] = str(workdir / arrival.FILE)
     env[settings.FAULTS_FILE.env] = str(workdir / FAULTS_FILE)
     if abort_on:
         env[settings.ABORT_ON.env] = "\n".join(abort_on)
@@ -372,14 +371,16 @@ def _result(workdir: Path, phases: Phases, scenario: str, workers: int, users: i
                                losses=tuple(faults["steady_losses"]) if faults else (),
                                silences=tuple(faults["steady_silences"]) if faults else (),
                                failure_ratio=final.failures / final.requests if final.requests else None)
+    phased = phases.window(ended)
+    worker_cpu = [sum(s.worker_cpu[i] for s in samples) / len(samples) for i in range(workers)] if samples else []
     return Result(
-        **dataclasses.asdict(final), scenario=scenario, workers=workers, users=users, run_time_s=run_time_s,
-        worker_cpu=[sum(s.worker_cpu[i] for s in samples) / len(samples) for i in range(workers)] if samples else [],
-        target_cpu=steady.target_cpu * server.cpus if server and steady.target_cpu is not None else None,
-        target_cpus=server.cpus if server else 1, target=target, tls_mode=tls_mode,
-        host_cpu=steady.host_cpu, window=phases.window(ended), steady=steady, arrival=figures,
-        p999_ms=locuststats.figures(workdir / "stats.json")[checks.AGGREGATED].percentiles_ms[0.999], faults=faults,
-    )
+        start=phased.start or ended, end=phased.end or ended, requests=final.requests, failures=final.failures,
+        rps=final.rps, p50_ms=final.p50_ms, p95_ms=final.p95_ms, p99_ms=final.p99_ms, users=users,
+        worker_cpu=worker_cpu, worker_cpu_cores=sum(worker_cpu), target_cpu_ratio=steady.target_cpu if server else None,
+        window=steady, arrival=figures, scenario=scenario, workers=workers, run_time_s=run_time_s, target=target,
+        tls_mode=tls_mode, target_cpus=server.cpus if server else 1, host_cpu=steady.host_cpu, phases=phased,
+        p999_ms=locuststats.figures(workdir / "stats.json")[checks.AGGREGATED].percentiles_ms[0.999],
+        response_bytes=final.response_bytes, faults=faults)
 
 
 def conditions(result: Result, spawn_rate: float, wait_s: float, host: str | None) -> dict[str, str]:

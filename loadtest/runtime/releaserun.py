@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from loadtest_shared import results, verdict
@@ -39,18 +38,8 @@ LOCUST_FILES = {"report.html": "/stats/report?download=1", "stats_stats.csv": "/
                 "stats.json": "/loadtest/stats.json"}
 
 
-@dataclass
-class Result:
-    conditions: dict[str, str]
-    verdict: verdict.Verdict | None = None
-    cpu: dict[str, object] = field(default_factory=dict)
-    window: dict | None = None  # the steady window: start, end (unix time), seconds, ramp-up, stop
-    judged: str | None = None  # the same in words
-    notes: list[str] = field(default_factory=list)  # what could not be collected, and why
-    offered_rps: float | None = None  # the open model's rate (locust.load.arrivalRate), None in the closed model
-
-
-def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: Path, progress=print) -> Result:
+def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: Path,
+        progress=print) -> results.RunReport:
     values = release.values()
     locust = values.get("locust", {})
     mode = locust.get("mode", "interactive")
@@ -65,13 +54,13 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
                          "locust.worker.replicas=N` (`loadtest size` says how many the nodes hold)")
     users = users or 50 * workers
     monitored = bool(values.get("monitoring", {}).get("enabled"))
-    result = Result({
+    result = results.RunReport({
         "release": f"{release.name} (namespace {release.namespace})",
         "scenario": locust.get("scenario", "?"), "target": locust.get("target", "?"),
         "workers": f"{workers} at {locust.get('worker', {}).get('cpu')} each", "users": str(users),
         "spawn rate": f"{spawn_rate or users:g}/s", "run time": f"{run_time_s} s",
         "versions": f"chart {paths.chart_version(paths.CHART)}, Locust image {locust.get('image', {}).get('tag')}",
-    })
+    }, 0, 0)
     credentials = release.web_credentials()
     with contextlib.ExitStack() as stack:
         progress(f"port-forwarding to release {release.name}'s Locust master"

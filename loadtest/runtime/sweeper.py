@@ -33,6 +33,8 @@ from ..errors import RunFailed
 from ..judging import sweepreport
 from ..judging.knee import Step, knee_reason
 from ..judging.locuststats import PerSecond
+from ..judging.measured import Measured
+from ..workload import arrival
 from ..workload.sweep import KINDS, Spec, measured_window, measuring_s, window_end, window_range
 from .locustweb import LocustWeb, LocustWebError, live_figures
 from .prom import Prometheus
@@ -84,43 +86,6 @@ def report_landings(prometheus: Prometheus, sel: str, end: float, span_s: float)
         samples = [(float(t), float(v)) for t, v in s["values"]]
         landings.append({t for (_, before), (t, v) in zip(samples, samples[1:]) if v != before})
     return stamps, landings
-
-
-@dataclasses.dataclass(frozen=True)
-class ArrivalMeasured:
-    """The open model's figures over a measured window (arrival_window)."""
-
-    offered_rps: float
-    slots: float  # handed out over the window
-    late_users_share: float  # of the slots: started late for want of a free user
-    late_cpu_share: float  # of the slots: started late with a user free
-    service_p99_ms: float | None  # from the actual send; None where the window counted none
-    loop_lagged: float | None  # share of the workers' loop probes that woke late; None without a probe
-
-
-@dataclasses.dataclass(frozen=True)
-class Measured:
-    """What Prometheus saw of a release over one window (measure): the figures every path that reads a release
-    judges and reports (a sweep's step, `run --release`, tune), and the verdict's window."""
-
-    start: float  # the window's edge scrapes (unix time)
-    end: float
-    requests: float
-    failures: float
-    rps: float
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-    users: float  # the window's most
-    worker_cpu: list[float]  # each worker's mean share of its ceiling
-    worker_cpu_cores: float  # all workers' mean cores
-    target_cpu_ratio: float | None  # the target's mean share of its CPUs; None where not measured
-    window: verdict.Window
-    arrival: ArrivalMeasured | None  # None in the closed model
-
-    @property
-    def failure_ratio(self) -> float | None:
-        return self.failures / self.requests if self.requests else None
 
 
 def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> Measured:
@@ -176,8 +141,8 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         target_cpu=over(f"max(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         host_cpu=over(f"max(avg_over_time(loadtest:host_cpu_saturation:ratio{{{sel}}}[{r}]))"),
         worker_throttling=over(f"max(avg_over_time(loadtest:worker_cpu_throttling:ratio{{{sel}}}[{r}]))"),
-        late_starts=open_model.late_cpu_share if open_model else None,
-        late_users=open_model.late_users_share if open_model else None,
+        late_starts=open_model.late_share("cpu") if open_model else None,
+        late_users=open_model.late_share("users") if open_model else None,
         loop_lagged=open_model.loop_lagged if open_model else None,
         losses=(f"{lost:g} worker(s) lost or quit (the master's loadtest_faults_total)",) if lost > 0 else (),
         silences=(f"{silent:g} spell(s) with no request answered (the master's loadtest_faults_total)",)
@@ -214,7 +179,7 @@ def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: f
     return {q: checks.percentile(window, q) for q in (0.5, 0.95, 0.99)} if window else None
 
 
-def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float) -> ArrivalMeasured | None:
+def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float) -> arrival.Figures | None:
     """The open model's figures over the window whose edges are the scrapes at or before `start_at` and `end` (the
     same scrapes as the request counts, so the slots are whole worker reports too): the rate offered, the slots handed
     out and the shares started late by cause, and the service-time p99; None in the closed model (no offered rate)."""
@@ -229,9 +194,8 @@ def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float
     late = {cause: counted(f'sum(locust_worker_late_starts_total{{{sel}, cause="{cause}"}})')
             for cause in ("users", "cpu")}
     service = window_percentiles(prometheus, sel, start_at, end, ("locust_service_times_total", "service_time_ms"))
-    shares = verdict.late_shares(late, slots)
     probes, lagged = (counted(f"sum(locust_arrival_loop_{kind}_total{{{sel}}})") for kind in ("probes", "lagged"))
-    return ArrivalMeasured(offered, slots, shares["users"], shares["cpu"], service[0.99] if service else None,
+    return arrival.Figures(offered, slots, late, {0.99: service[0.99]} if service else {},
                            lagged / probes if probes > 0 else None)
 
 
@@ -336,7 +300,7 @@ class Sweeper:
         late = ""
         if a:
             late = (f" of {a.offered_rps:,g} offered ({f.rps / a.offered_rps:.1%}), late starts "
-                    + verdict.describe_late_starts({"users": a.late_users_share, "cpu": a.late_cpu_share}))
+                    + verdict.describe_late_starts({cause: a.late_share(cause) for cause in ("users", "cpu")}))
         self.progress(f"{of} done: {f.rps:,.0f} RPS{late}, p95 {f.p95_ms:.1f} ms, p99 {f.p99_ms:.1f} ms, "
                       f"failures {step.failure_ratio:.2%}, busiest worker {busiest:.0%}"
                       + ("" if target_cores is None else f", target {target_cores:.2f} core(s)")
@@ -346,9 +310,9 @@ class Sweeper:
             requests=round(f.requests), failures=round(f.failures), users=round(f.users),
             worker_cpu_max=busiest, worker_cpu_cores=f.worker_cpu_cores, target_cpu_cores=target_cores,
             target_cpus=d.target_cpus, workers=d.workers, verdict=v.kind,
-            **({"offered_rps": a.offered_rps, "late_users_share": a.late_users_share,
-                "late_cpu_share": a.late_cpu_share,
-                "service_p99_ms": None if a.service_p99_ms is None else round(a.service_p99_ms, 1)}
+            **({"offered_rps": a.offered_rps, "late_users_share": a.late_share("users"),
+                "late_cpu_share": a.late_share("cpu"),
+                "service_p99_ms": None if (p99 := a.service_time_ms.get(0.99)) is None else round(p99, 1)}
                if a else {}))
 
     def watch(self, of: str, phase: str, seconds: int, sample: bool) -> None:

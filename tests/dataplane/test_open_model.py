@@ -69,7 +69,7 @@ def stalled_run(nginx, workdir, stopped=None, **load):
             timer.join()
     assert len(stalls) == 1 and stalls[0] == pytest.approx(STALL_S, abs=0.1), stalls
     # The stall came inside the steady window, which the figures cover (the statistics are reset as it starts).
-    assert result.window.start < stalled[0] and stalled[1] < result.window.end, (stalled, result.window)
+    assert result.phases.start < stalled[0] and stalled[1] < result.phases.end, (stalled, result.phases)
     return result
 
 
@@ -96,7 +96,7 @@ def test_a_stall_hides_from_the_closed_model_and_shows_in_the_open_one(start_ngi
     # Those ~5 % of the slots waited on the target with the workers on time: the open model's verdict names the
     # target (the generator's late wake-ups, when a busy machine causes 1 % of them with a worker's CPU saturated,
     # win as they always do).
-    late_cpu = opened.arrival.late_share("cpu") >= verdict.LATE_STARTS and opened.steady.generator_share > 0
+    late_cpu = opened.arrival.late_share("cpu") >= verdict.LATE_STARTS and opened.window.generator_share > 0
     assert opened.verdict is not None and opened.verdict.kind == (verdict.GENERATOR_BOUND if late_cpu else verdict.TARGET_BOUND), \
         opened.verdict
     # Every request due during the stall waited for its end: RATE x STALL_S of them, their latency from their slot
@@ -126,7 +126,7 @@ def test_a_worker_stalled_by_its_host_is_a_stall_named_not_the_generators_limit(
     nginx = start_nginx()
     opened = stalled_run(nginx, tmp_path, stopped=locust_worker, users=arrival.pool_size(RATE, 1),
                          arrival_rate=RATE)
-    window, late = opened.steady, opened.arrival.late_share("cpu")
+    window, late = opened.window, opened.arrival.late_share("cpu")
     print(f"open: {opened.rps:.0f} RPS, late {opened.arrival.describe_late()}, generator saturated in "
           f"{window.generator_share:.0%} of the window: {opened.verdict}")
     assert opened.failures == 0 and checks.held(RATE, opened.rps), opened

@@ -68,3 +68,10 @@ def test_every_refused_pair_is_given_somewhere():
         cli = CLI_GIVEN[rule.first] and CLI_GIVEN[rule.second]
         chart = rule.first.value and rule.second.value
         assert cli or chart, f"{rule.first.name} with {rule.second.name}: neither the CLI nor the chart can refuse it"
+
+
+def test_a_tests_own_setting_is_read_from_loadtest_and_its_name():
+    """examples/shop reads setting("catalog_path"): a user's test names its own settings, LOADTEST_<NAME>."""
+    assert settings.env_name("catalog_path") == "LOADTEST_CATALOG_PATH"
+    assert settings.env_name("s3_url") == settings.S3_URL.env == "LOADTEST_RESULTS_S3_URL"
+    assert all(settings.env_name(s.name) == s.env for s in settings.SETTINGS if s.env)

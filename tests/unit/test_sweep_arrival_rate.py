@@ -141,8 +141,8 @@ def test_the_window_counts_slots_and_late_starts_between_its_edges():
         at_end={"slots": 62_000, 'cause="users"': 130, 'cause="cpu"': 29})
     a = arrival_window(prometheus, 'release="local"', 100.5, 106)
     assert a.offered_rps == 2000 and a.slots == 12_000
-    assert a.late_users_share == pytest.approx(120 / 12_000) and a.late_cpu_share == pytest.approx(24 / 12_000)
-    assert a.service_p99_ms == pytest.approx(4.0)
+    assert a.late_share("users") == pytest.approx(120 / 12_000) and a.late_share("cpu") == pytest.approx(24 / 12_000)
+    assert a.service_time_ms[0.99] == pytest.approx(4.0)
 
 
 def test_a_closed_model_window_has_no_open_model_figures():

@@ -296,7 +296,8 @@ class JudgedRun:
                  "generator_saturated_share": window.generator_share, "steady_samples": window.samples},
             window={"start": start, "end": end, "seconds": round(end - start, 1) if start else 0.0},
             judged="every user running, before the stop (Locust reset its statistics when the last user started)",
-            incomplete=incomplete, faults=faults)
+            incomplete=incomplete, faults=faults,
+            offered_rps=loadtest_arrival.totals.rate if loadtest_arrival.totals else None)
         report.baseline = results.hold_to(baseline_of(self.store), report.to_json())
         if report.baseline:
             (logger.error if report.baseline.invalid else logger.info)("%s", report.baseline.describe())

@@ -25,9 +25,9 @@ from loadtest_shared import settings
 
 
 def setting(name: str, default: str) -> str:
-    """A scenario setting (one of loadtest_shared.settings, by its name) from the environment, else the scenario's
-    default."""
-    return settings.BY_NAME[name].read(default)
+    """A scenario setting from the environment (settings.env_name: a declared one's variable, a test's own as
+    LOADTEST_<NAME>), else the scenario's default."""
+    return os.environ.get(settings.env_name(name), default)
 
 
 def web_auth_credentials() -> tuple[str, str]:

@@ -125,6 +125,8 @@ class RunReport:
     judged: str | None = None  # the same in words
     baseline: BaselineOutcome | None = None  # the comparison with the store's baseline, when one is pinned
     faults: dict | None = None  # what happened to the generator (loadtest_faults), and the target's count beside it
+    offered_rps: float | None = None  # the open model's rate, which the run is held to (checks.rate_check)
+    notes: list = field(default_factory=list)  # what could not be measured or collected, and why
 
     @property
     def generator_bound(self) -> bool:
@@ -159,7 +161,7 @@ class RunReport:
             "checks": [{"check": o.check.text, "measured": o.measured, "passed": o.passed} for o in self.outcomes],
             "figures": {name: {**asdict(f), "fail_ratio": f.fail_ratio} for name, f in self.figures.items()},
             "baseline": self.baseline.to_json() if self.baseline else None,
-            "faults": self.faults,
+            "faults": self.faults, "offered_rps": self.offered_rps, "notes": self.notes,
         }
 
 

@@ -80,6 +80,14 @@ SETTINGS = (ARRIVAL_RATE, USERS, STEP_LOAD, STEP_USERS, STEP_TIME, STEPS, WAIT, 
             RESULTS_DIR, RUN_NAME, JOB_NAME, JOB_UID, RELEASE, S3_URL, S3_ENDPOINT, S3_REGION, S3_SYNC_S, PROMETHEUS_URL,
             SCRAPE_INTERVAL_S, METRICS_PORT, WEB_AUTH_FILE, WEB_AUTH, WORKER_READY_FILE, ARRIVAL_FILE, FAULTS_FILE)
 BY_NAME = {s.name: s for s in SETTINGS}
+# A test's own settings (loadtest_lib.setting("catalog_path")) are LOADTEST_<NAME>, as the declared ones are.
+PREFIX = "LOADTEST_"
+
+
+def env_name(name: str) -> str:
+    """The variable a scenario's setting is read from: a declared setting's own, else LOADTEST_<NAME>."""
+    declared = BY_NAME.get(name)
+    return declared.env if declared and declared.env else PREFIX + name.upper()
 
 
 @dataclass(frozen=True)
