@@ -39,7 +39,6 @@ from generators import GENERATOR_CPU, TARGET_CPU, Target, min_median_max
 
 from loadtest_shared import checks, settings
 
-from loadtest import paths
 from loadtest.errors import RunFailed
 from loadtest.runtime.locust import Locust
 from loadtest.runtime.processes import LOCAL_HOST, Processes, free_port, stop

@@ -237,15 +237,46 @@ def _live_line(seconds: float, phase: str, users: int, rps: float | None, status
             + (f"  {target} CPU {target_cpu:.0%}" if target_cpu is not None else ""))
 
 
+class Workers:
+    """A run's worker processes and their CPU meters. One that ends while the swarm runs is started again
+    (MAX_WORKER_RESTARTS at most; the master records the loss, the result says what it cost); one that ends before
+    the swarm started, or past the restarts, fails the run."""
+
+    def __init__(self, stack: Stack, locust: Locust, progress):
+        self.stack, self.locust, self.progress = stack, locust, progress
+        self.meters = [CpuMeter(w.pid) for w in locust.workers]
+        self.restarts = 0
+
+    def ended(self) -> list[int]:
+        """The workers that exited other than with 0 (a worker ends with 0 on the master's quit)."""
+        return [i for i, worker in enumerate(self.locust.workers) if worker.poll() not in (None, 0)]
+
+    def keep(self, ended: list[int], state: str, swarm_start: float | None) -> None:
+        if ended and state in ("spawning", "running") and self.restarts < MAX_WORKER_RESTARTS:
+            for i in ended:
+                code = self.locust.workers[i].returncode
+                self.restarts += 1
+                self.meters[i] = CpuMeter(self.locust.restart_worker(i).pid)
+                self.progress(f"  worker {i} ended ({f'signal {-code}' if code < 0 else f'exit {code}'}) "
+                              f"{time.time() - (swarm_start or time.time()):.0f} s into the run: started again "
+                              "(the result says what the loss cost)")
+        elif ended and state not in ("cleanup", "stopping", "stopped"):
+            i = ended[0]
+            raise LocalRunError(f"Locust worker {i} exited with {self.locust.workers[i].returncode} during the run"
+                                + (f" (the {MAX_WORKER_RESTARTS + 1}th worker to end)" if self.restarts else "")
+                                + f":\n{self.stack.procs.log_tail(f'locust-worker-{i}', lines=3)}")
+
+    def cpu(self) -> list[float]:
+        """Each worker's cores since the last reading."""
+        return [m.sample(keep=False) for m in self.meters]
+
+
 def _watch(stack: Stack, master, web: LocustWeb, locust: Locust, server, target: str, series: Series,
            deadline: float, progress) -> Phases:
     """Every second until the master ends: the workers' and the target's CPU over that second (measured here,
     rather than from Locust's worker reports, which lag by up to 5 s), the master's state and figures, a line of
-    series.csv and a live line. A worker that ends while the swarm runs is started again (MAX_WORKER_RESTARTS at
-    most) and the master records the loss; one that ends before the swarm started fails the run."""
-    worker_procs = locust.workers
-    worker_meters = [CpuMeter(w.pid) for w in worker_procs]
-    restarts = 0
+    series.csv and a live line; the workers kept (Workers)."""
+    workers = Workers(stack, locust, progress)
     target_meter = CpuMeter(server.proc.pid) if server else None
     psutil.cpu_percent(None)
     phases = Phases()
@@ -254,39 +285,24 @@ def _watch(stack: Stack, master, web: LocustWeb, locust: Locust, server, target:
             raise LocalRunError(f"the Locust master did not finish in time:\n{stack.procs.log_tail(MASTER)}")
         time.sleep(1)
         # Read before the master's state: a worker that had died while the master still ran the test (its
-        # locustfile refused at start, say) left it sending less, or nothing. Workers end on the master's quit,
-        # which it sends once stopped.
-        died = [i for i, worker in enumerate(worker_procs) if worker.poll() not in (None, 0)]
+        # locustfile refused at start, say) left it sending less, or nothing.
+        ended = workers.ended()
         try:
             runner, status = web.state(), web.status()
             series.rates.count(web.stats_entries())
         except LocustWebError:
             continue
-        if died and runner["state"] in ("spawning", "running") and restarts < MAX_WORKER_RESTARTS:
-            for i in died:
-                code = worker_procs[i].returncode
-                restarts += 1
-                worker_meters[i] = CpuMeter(locust.restart_worker(i).pid)
-                progress(f"  worker {i} ended ({f'signal {-code}' if code < 0 else f'exit {code}'}) "
-                         f"{time.time() - (phases.swarm_start or time.time()):.0f} s into the run: started again "
-                         "(the result says what the loss cost)")
-        elif died and runner["state"] not in ("cleanup", "stopping", "stopped"):
-            i = died[0]
-            raise LocalRunError(f"Locust worker {i} exited with {worker_procs[i].returncode} during the run"
-                                + (f" (the {MAX_WORKER_RESTARTS + 1}th worker to end)" if restarts else "")
-                                + f":\n{stack.procs.log_tail(f'locust-worker-{i}', lines=3)}")
+        workers.keep(ended, runner["state"], phases.swarm_start)
         now = time.time()
         target_cpu = target_meter.sample(keep=False) if target_meter else None
-        worker_cpu = [m.sample(keep=False) for m in worker_meters]
-        host_cpu = psutil.cpu_percent(None) / 100
-        phase = phases.tick(now, runner["state"], verdict.Sample(
-            worker_cpu=tuple(worker_cpu), host_cpu=host_cpu,
-            target_cpu=None if target_cpu is None else target_cpu / server.cpus))
+        target_share = None if target_cpu is None else target_cpu / server.cpus
+        worker_cpu, host_cpu = workers.cpu(), psutil.cpu_percent(None) / 100
+        phase = phases.tick(now, runner["state"], verdict.Sample(worker_cpu=tuple(worker_cpu), host_cpu=host_cpu,
+                                                                 target_cpu=target_share))
         if phase is None:
             continue  # waiting for the workers
         # The second the tick's interval (the last second) mostly lies in.
-        series.add(int(now - 0.5), phase, runner["user_count"], status, worker_cpu,
-                   None if target_cpu is None else target_cpu / server.cpus, host_cpu)
+        series.add(int(now - 0.5), phase, runner["user_count"], status, worker_cpu, target_share, host_cpu)
         series.flush(now)
         progress(_live_line(now - phases.swarm_start, phase, runner["user_count"], series.rates.live_rps(), status,
                             worker_cpu, target, target_cpu))
@@ -305,14 +321,8 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
     latencies are from each request's slot, and the master writes the service times and late starts to arrival.json.
     `abort_on`: conditions that stop the run early (loadtest_abort), in the checks' language."""
     files, env, tls_mode = _locustfiles(scenario, test, target, tls_mode, wait_s)
-    env[RESET_STATS_ENV] = "true"  # master and workers alike, as Locust asks
+    env.update(_plugin_env(workdir, arrival_rate, abort_on))
     workdir.mkdir(parents=True, exist_ok=True)
-    if arrival_rate:
-        env[settings.ARRIVAL_RATE.env] = repr(float(arrival_rate))
-        env[settings.ARRIVAL_FILE.env] = str(workdir / arrival.FILE)
-    env[settings.FAULTS_FILE.env] = str(workdir / FAULTS_FILE)
-    if abort_on:
-        env[settings.ABORT_ON.env] = "\n".join(abort_on)
     with Stack(workdir) as stack:
         if host is None:
             _, server = stack.target(target, tls_mode)
@@ -345,12 +355,32 @@ def run(scenario: str, users: int, spawn_rate: float, run_time_s: int, workers: 
         if master.returncode != 0:
             raise LocalRunError(f"the Locust master exited with {master.returncode}:\n{stack.procs.log_tail(MASTER)}")
         counted_after = server.requests_counted() if server else None
-    faults = json.loads((workdir / FAULTS_FILE).read_text()) if (workdir / FAULTS_FILE).exists() else None
-    if faults is not None:  # the target's own count beside the workers' (less the two reads of it)
-        faults["target_requests"] = (counted_after - counted_before - 1
-                                     if None not in (counted_before, counted_after) else None)
     return _result(workdir, phases, scenario, workers, users, run_time_s, server, target, tls_mode, arrival_rate,
-                   faults)
+                   _faults(workdir, counted_before, counted_after))
+
+
+def _plugin_env(workdir: Path, arrival_rate: float | None, abort_on: list[str]) -> dict[str, str]:
+    """What the plugin's modules read in master and workers: the statistics reset once every user runs (as Locust
+    asks), the open model's rate and figures file, the faults file, the early stop's conditions."""
+    env = {RESET_STATS_ENV: "true", settings.FAULTS_FILE.env: str(workdir / FAULTS_FILE)}
+    if arrival_rate:
+        env[settings.ARRIVAL_RATE.env] = repr(float(arrival_rate))
+        env[settings.ARRIVAL_FILE.env] = str(workdir / arrival.FILE)
+    if abort_on:
+        env[settings.ABORT_ON.env] = "\n".join(abort_on)
+    return env
+
+
+def _faults(workdir: Path, counted_before: int | None, counted_after: int | None) -> dict | None:
+    """The master's record of its workers (loadtest_faults), with the target's own count of the run's requests
+    beside the workers' (less the two reads of it); None when the master wrote none."""
+    path = workdir / FAULTS_FILE
+    if not path.exists():
+        return None
+    faults = json.loads(path.read_text())
+    faults["target_requests"] = (counted_after - counted_before - 1
+                                 if None not in (counted_before, counted_after) else None)
+    return faults
 
 
 def _result(workdir: Path, phases: Phases, scenario: str, workers: int, users: int, run_time_s: int, server,

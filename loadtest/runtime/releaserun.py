@@ -40,8 +40,41 @@ LOCUST_FILES = {"report.html": "/stats/report?download=1", "stats_stats.csv": "/
 
 def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: Path,
         progress=print) -> results.RunReport:
+    """One bounded run on the release's workers, driven through its master's web UI: the swarm, its steady window
+    (every user running, from Locust's reset of its statistics), Locust's files and the release's series collected
+    into `out`, and the verdict the release's Prometheus gives."""
     values = release.values()
-    locust = values.get("locust", {})
+    workers = _workers(release, values.get("locust", {}))
+    users = users or 50 * workers
+    report = results.RunReport(_conditions(release, values.get("locust", {}), workers, users, spawn_rate, run_time_s),
+                               0, 0)
+    monitored = bool(values.get("monitoring", {}).get("enabled"))
+    with contextlib.ExitStack() as stack:
+        progress(f"port-forwarding to release {release.name}'s Locust master"
+                 + (" and Prometheus" if monitored else ""))
+        web = LocustWeb(stack.enter_context(release.port_forward("locust-master", "web")), release.web_credentials())
+        prometheus = Prometheus(stack.enter_context(release.port_forward("prometheus", "http"))) if monitored \
+            else None
+        web.wait_workers(workers, WORKERS_TIMEOUT_S)
+        if (state := web.status()["state"]) in ("spawning", "running"):
+            raise RunFailed(f"release {release.name}'s master is {state}: someone else's run is going on; stop it "
+                            "in the web UI first")
+        started, steady_from = time.time(), None
+        out.mkdir(parents=True, exist_ok=True)  # only now: a run refused before it started leaves no folder
+        try:
+            steady_from = _swarm(web, users, spawn_rate, run_time_s, workers, progress)
+        finally:
+            ended = time.time()
+            _stop(web, progress)
+            report.notes += _collect_locust_files(web, out)
+            if prometheus:
+                report.notes += _collect_series(prometheus, release.name, started, ended, out)
+        _judge(report, prometheus, release.name, started, steady_from, ended)
+    return report
+
+
+def _workers(release: Release, locust: dict) -> int:
+    """The release's workers, once it is one this command can drive: interactive, with a worker at least."""
     mode = locust.get("mode", "interactive")
     if mode != "interactive":
         raise UsageError(f"release {release.name} runs locust.mode {mode}: its master starts its own swarm; "
@@ -52,65 +85,57 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
         raise UsageError(f"release {release.name} has locust.worker.replicas 0: no worker would send the load; "
                          f"`helm upgrade {release.name} charts/loadtest --reuse-values --set "
                          "locust.worker.replicas=N` (`loadtest size` says how many the nodes hold)")
-    users = users or 50 * workers
-    monitored = bool(values.get("monitoring", {}).get("enabled"))
-    result = results.RunReport({
+    return workers
+
+
+def _conditions(release: Release, locust: dict, workers: int, users: int, spawn_rate: float,
+                run_time_s: int) -> dict[str, str]:
+    return {
         "release": f"{release.name} (namespace {release.namespace})",
         "scenario": locust.get("scenario", "?"), "target": locust.get("target", "?"),
         "workers": f"{workers} at {locust.get('worker', {}).get('cpu')} each", "users": str(users),
         "spawn rate": f"{spawn_rate or users:g}/s", "run time": f"{run_time_s} s",
         "versions": f"chart {paths.chart_version(paths.CHART)}, Locust image {locust.get('image', {}).get('tag')}",
-    }, 0, 0)
-    credentials = release.web_credentials()
-    with contextlib.ExitStack() as stack:
-        progress(f"port-forwarding to release {release.name}'s Locust master"
-                 + (" and Prometheus" if monitored else ""))
-        web = LocustWeb(stack.enter_context(release.port_forward("locust-master", "web")), credentials)
-        prometheus = Prometheus(stack.enter_context(release.port_forward("prometheus", "http"))) if monitored \
-            else None
-        web.wait_workers(workers, WORKERS_TIMEOUT_S)
-        if (state := web.status()["state"]) in ("spawning", "running"):
-            raise RunFailed(f"release {release.name}'s master is {state}: someone else's run is going on; stop it "
-                            "in the web UI first")
-        started = time.time()
-        steady_from = None
-        out.mkdir(parents=True, exist_ok=True)  # only now: a run refused before it started leaves no folder
-        try:
-            web.swarm(users, spawn_rate or users)
-            progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {workers} worker(s), "
-                     f"{run_time_s} s")
-            last, rates = 0.0, PerSecond()
-            while (elapsed := time.time() - started) < run_time_s:
-                time.sleep(min(1.0, run_time_s - elapsed))
-                state = web.state()
-                if steady_from is None and state["state"] == "running" and state["user_count"] == users:
-                    # Locust's statistics from here on are the steady window's: what the checks judge.
-                    web.reset_stats()
-                    steady_from = time.time()
-                if time.time() - last >= PROGRESS_EVERY_S:
-                    last = time.time()
-                    progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web, rates)}")
-        finally:
-            ended = time.time()
-            _stop(web, progress)
-            result.notes += _collect_locust_files(web, out)
-            if prometheus:
-                result.notes += _collect_series(prometheus, release.name, started, ended, out)
-        if steady_from is not None:
-            result.window = {"start": steady_from, "end": ended, "seconds": round(ended - steady_from, 1),
-                             "ramp_up_s": round(steady_from - started, 1)}
-            result.judged = (f"steady window {ended - steady_from:.0f} s (every user running, until the stop); "
-                             f"ramp-up {steady_from - started:.0f} s and the stop reported, not judged")
-        if prometheus:
-            if steady_from is None:
-                result.notes.append("no verdict: the swarm never ran all its users")
-            else:
-                result.verdict, result.cpu, note = _verdict(prometheus, release.name, steady_from, ended)
-                result.offered_rps = result.cpu.pop("offered_rps", None)
-                result.notes += [note] if note else []
-        else:
-            result.notes.append("no verdict and no series: the release has monitoring.enabled false")
-    return result
+    }
+
+
+def _swarm(web: LocustWeb, users: int, spawn_rate: float, run_time_s: int, workers: int, progress) -> float | None:
+    """Start the swarm and watch it for `run_time_s`, progress every few seconds; reset Locust's statistics once
+    every user runs, and say when (None when they never all ran)."""
+    started, steady_from = time.time(), None
+    web.swarm(users, spawn_rate or users)
+    progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {workers} worker(s), {run_time_s} s")
+    last, rates = 0.0, PerSecond()
+    while (elapsed := time.time() - started) < run_time_s:
+        time.sleep(min(1.0, run_time_s - elapsed))
+        state = web.state()
+        if steady_from is None and state["state"] == "running" and state["user_count"] == users:
+            # Locust's statistics from here on are the steady window's: what the checks judge.
+            web.reset_stats()
+            steady_from = time.time()
+        if time.time() - last >= PROGRESS_EVERY_S:
+            last = time.time()
+            progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web, rates)}")
+    return steady_from
+
+
+def _judge(report: results.RunReport, prometheus: Prometheus | None, release: str, started: float,
+           steady_from: float | None, ended: float) -> None:
+    """The report's steady window, and the verdict and CPU figures the release's Prometheus gives over it (or why
+    there are none, in its notes)."""
+    if steady_from is not None:
+        report.window = {"start": steady_from, "end": ended, "seconds": round(ended - steady_from, 1),
+                         "ramp_up_s": round(steady_from - started, 1)}
+        report.judged = (f"steady window {ended - steady_from:.0f} s (every user running, until the stop); "
+                         f"ramp-up {steady_from - started:.0f} s and the stop reported, not judged")
+    if not prometheus:
+        report.notes.append("no verdict and no series: the release has monitoring.enabled false")
+    elif steady_from is None:
+        report.notes.append("no verdict: the swarm never ran all its users")
+    else:
+        report.verdict, report.cpu, note = _verdict(prometheus, release, steady_from, ended)
+        report.offered_rps = report.cpu.pop("offered_rps", None)
+        report.notes += [note] if note else []
 
 
 def _stop(web: LocustWeb, progress) -> None:

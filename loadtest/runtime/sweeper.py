@@ -88,9 +88,23 @@ def report_landings(prometheus: Prometheus, sel: str, end: float, span_s: float)
     return stamps, landings
 
 
-def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> Measured:
-    """What Prometheus saw of one release over the `hold_s` seconds up to its last scrape at or before `end`: every
-    figure a step record holds. The window's edges are scrape timestamps, so its counts are exact differences."""
+@dataclasses.dataclass(frozen=True)
+class Edges:
+    """A window's edge scrapes of the master: their timestamps and Locust's request and failure counters at each."""
+
+    start: float
+    end: float
+    requests: float
+    failures: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+def window_edges(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> Edges:
+    """The master's last scrape at or before `end` and the one `hold_s` before it, with the counts between them;
+    refused where Prometheus misses either or the counters went back."""
     sel = f'release="{release}"'
     requests_now, failures_now = f"sum(locust_requests_total{{{sel}}})", f"sum(locust_request_failures_total{{{sel}}})"
     scraped = f"max(timestamp(locust_requests_total{{{sel}}}))"
@@ -101,18 +115,12 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
             return None
         return stamp, requests, prometheus.scalar(failures_now, at) or 0.0
 
-    def faults(kinds: tuple[str, ...]) -> float:
-        """The master's faults of these kinds between the window's edges (loadtest_faults_total: exact counts)."""
-        count = f'sum(loadtest_faults_total{{{sel}, kind=~"{"|".join(kinds)}"}})'
-        return (prometheus.scalar(count, end) or 0.0) - (prometheus.scalar(count, start_at) or 0.0)
-
     if not (at_end := counters(end)):
         raise SweepFailed(f"Prometheus has no locust_requests_total of release {release!r}: is it scraping the "
                           "Locust master (monitoring.enabled) and is the release name right?")
     t_end, requests_end, failures_end = at_end
     # The scrape hold_s before: half an interval later than its nominal time, past its jitter.
-    start_at = t_end - hold_s + scrape_s / 2
-    if not (at_start := counters(start_at)):
+    if not (at_start := counters(t_end - hold_s + scrape_s / 2)):
         raise SweepFailed(f"Prometheus has no scrape of the master of release {release!r} from the window's start, "
                           f"{hold_s} s before its last: it missed it (down or restarting) or lost it (killed before it "
                           "wrote it out); series.csv leaves such steps' figures empty")
@@ -120,18 +128,51 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     if requests_end < requests_start or t_end - t_start < hold_s / 2:
         raise SweepFailed("Locust's request counters went back during the step (its statistics were reset): "
                           "measure again")
-    r = window_range(t_end - t_start)
+    return Edges(t_start, t_end, requests_end - requests_start, failures_end - failures_start)
+
+
+def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> Measured:
+    """What Prometheus saw of one release over the `hold_s` seconds up to its last scrape at or before `end`: every
+    figure a step record holds. The window's edges are scrape timestamps, so its counts are exact differences."""
+    sel = f'release="{release}"'
+    edges = window_edges(prometheus, release, end, hold_s, scrape_s)
+    start_at = edges.end - hold_s + scrape_s / 2
+    r = window_range(edges.seconds)
 
     def over(expr: str) -> float | None:
-        return prometheus.scalar(expr, t_end)
+        return prometheus.scalar(expr, edges.end)
 
     percentiles = window_percentiles(prometheus, sel, start_at, end) or dict.fromkeys((0.5, 0.95, 0.99), 0.0)
+    open_model = arrival_window(prometheus, sel, start_at, end)
+    return Measured(
+        start=edges.start, end=edges.end, requests=edges.requests, failures=edges.failures,
+        rps=edges.requests / edges.seconds, p50_ms=percentiles[0.5], p95_ms=percentiles[0.95],
+        p99_ms=percentiles[0.99], users=over(f"max(max_over_time(locust_users{{{sel}}}[{r}]))") or 0.0,
+        worker_cpu=prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", edges.end),
+        worker_cpu_cores=over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
+        target_cpu_ratio=over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
+        window=verdict_window(prometheus, release, edges, start_at, open_model), arrival=open_model)
+
+
+def verdict_window(prometheus: Prometheus, release: str, edges: Edges, start_at: float,
+                   open_model: arrival.Figures | None) -> verdict.Window:
+    """The verdict's window over the edges, as the rules recorded it: the steady evaluations' shares and means, the
+    faults the master counted between the edges, and (open model) the rate held and the late starts."""
+    sel = f'release="{release}"'
+    r = window_range(edges.seconds)
+
+    def over(expr: str) -> float | None:
+        return prometheus.scalar(expr, edges.end)
+
+    def faults(kinds: tuple[str, ...]) -> float:
+        """The master's faults of these kinds between the window's edges (loadtest_faults_total: exact counts)."""
+        count = f'sum(loadtest_faults_total{{{sel}, kind=~"{"|".join(kinds)}"}})'
+        return (prometheus.scalar(count, edges.end) or 0.0) - (prometheus.scalar(count, start_at) or 0.0)
+
     steady = over(f"max(count_over_time(loadtest:generator_saturated_steady:ratio{{{sel}}}[{r}]))")
     if not steady:
         raise SweepFailed(f"Prometheus recorded no steady sample of release {release!r} over the window (every user "
                           "running): does it evaluate the chart's saturation rules, and did the swarm run?")
-    open_model = arrival_window(prometheus, sel, start_at, end)
-    requests, failures = requests_end - requests_start, failures_end - failures_start
     lost, silent = faults(FAULT_LOSSES), faults(FAULT_SILENCES)
     window = verdict.Window(
         samples=round(steady),
@@ -147,18 +188,12 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         losses=(f"{lost:g} worker(s) lost or quit (the master's loadtest_faults_total)",) if lost > 0 else (),
         silences=(f"{silent:g} spell(s) with no request answered (the master's loadtest_faults_total)",)
         if silent > 0 else (),
-        failure_ratio=failures / requests if requests else None)
+        failure_ratio=edges.failures / edges.requests if edges.requests else None)
     if open_model:  # the rate sent over the same scrapes: a rate not held is never healthy
-        window = dataclasses.replace(window, achieved=requests / (t_end - t_start) / open_model.offered_rps,
-                                     requests_per_slot=requests / open_model.slots if open_model.slots else None)
-    return Measured(
-        start=t_start, end=t_end, requests=requests, failures=failures, rps=requests / (t_end - t_start),
-        p50_ms=percentiles[0.5], p95_ms=percentiles[0.95], p99_ms=percentiles[0.99],
-        users=over(f"max(max_over_time(locust_users{{{sel}}}[{r}]))") or 0.0,
-        worker_cpu=prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", t_end),
-        worker_cpu_cores=over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
-        target_cpu_ratio=over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
-        window=window, arrival=open_model)
+        window = dataclasses.replace(
+            window, achieved=edges.requests / edges.seconds / open_model.offered_rps,
+            requests_per_slot=edges.requests / open_model.slots if open_model.slots else None)
+    return window
 
 
 def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: float,
@@ -251,8 +286,16 @@ class Sweeper:
         return sweep
 
     def step(self, index: int, load: int, scrape_s: float) -> sweepreport.StepRecord:
+        """One step: the load set and swarmed, warmed up, measured over its window, judged and recorded."""
+        of = f"step {index + 1}/{len(self.spec.loads)}"
+        self.start(of, load)
+        f, target_cores = self.measure_window(of, scrape_s)
+        return self.record(of, index, load, f, target_cores)
+
+    def start(self, of: str, load: int) -> None:
+        """The step's load set where the sweep varies it (workers, the target's CPUs, the rate), and its users
+        swarmed."""
         d, spec = self.driver, self.spec
-        of = f"step {index + 1}/{len(spec.loads)}"
         if spec.kind == "workers":
             d.set_workers(load)
         elif spec.kind == "target-cpus":
@@ -265,6 +308,11 @@ class Sweeper:
                       f"{d.target_cpus} CPU(s); warm-up {spec.warmup_s} s, then {spec.hold_s} s measured")
         d.locust.swarm(users, spec.spawn_rate or users)
         d.locust.wait_users(users, SPAWN_TIMEOUT_S)
+
+    def measure_window(self, of: str, scrape_s: float) -> tuple[Measured, float | None]:
+        """The step's warm-up and measured window, what Prometheus saw of it, and the target's cores (the driver's
+        own samples where Prometheus has none: the local stack's processes)."""
+        d, spec = self.driver, self.spec
         self.watch(of, "warm-up", spec.warmup_s, sample=False)
         span_s = measuring_s(spec.hold_s, scrape_s)
         self.watch(of, "measuring", math.ceil(span_s), sample=True)
@@ -279,16 +327,21 @@ class Sweeper:
         stamps, landings = report_landings(d.prometheus, sel, end, span_s)
         f = measure(d.prometheus, d.release, window_end(stamps, landings, spec.hold_s, scrape_s) or end, spec.hold_s,
                     scrape_s)
-        window, target_cores = f.window, None
         if f.target_cpu_ratio is not None:
-            target_cores = f.target_cpu_ratio * d.target_cpus
-        elif target_samples:  # the target's CPU seen by the driver (the local stack's processes), not Prometheus
-            shares = [cores / d.target_cpus for cores in target_samples]
-            window = dataclasses.replace(window, target_cpu=sum(shares) / len(shares), target_share=sum(
-                share >= verdict.SATURATED_CPU for share in shares) / len(shares))
-            target_cores = sum(target_samples) / len(target_samples)
+            return f, f.target_cpu_ratio * d.target_cpus
+        if not target_samples:
+            return f, None
+        shares = [cores / d.target_cpus for cores in target_samples]
+        window = dataclasses.replace(f.window, target_cpu=sum(shares) / len(shares), target_share=sum(
+            share >= verdict.SATURATED_CPU for share in shares) / len(shares))
+        return dataclasses.replace(f, window=window), sum(target_samples) / len(target_samples)
+
+    def record(self, of: str, index: int, load: int, f: Measured, target_cores: float | None
+               ) -> sweepreport.StepRecord:
+        """The step judged (the knee's Step, the verdict), said in a line, and its record for the report."""
+        d, spec = self.driver, self.spec
         busiest = max(f.worker_cpu, default=0.0)
-        v = verdict.judge(window)
+        v = verdict.judge(f.window)
         a = f.arrival if spec.open_model else None  # a closed sweep of an open-model release keeps its closed form
         if spec.open_model and (a is None or a.offered_rps != load):
             raise SweepFailed(f"the Locust master offered {a.offered_rps if a else 'no'} requests/s over the "

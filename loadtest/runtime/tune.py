@@ -52,7 +52,20 @@ def node_group(release: Release, worker: dict) -> tuning.NodeGroup:
     """The nodes the worker Deployment's pods may run on (its nodeSelector and tolerations) and what else runs
     there: DaemonSet pods on every node; the cluster's add-ons (kube-system), which may land among the workers, and
     any other pod on those nodes, counted as the sizing counts CoreDNS; the release's master."""
-    template = worker["spec"]["template"]["spec"]
+    nodes = worker_nodes(release, worker["spec"]["template"]["spec"])
+    names = {n["metadata"]["name"] for n in nodes}
+    daemonsets, others, master, used = pods_beside(release, names)
+    # The node whose DaemonSets take the most stands for all; the smallest node for the shape.
+    ds = max(daemonsets.values(), key=lambda pods: sum(p.cpu_m for p in pods))
+    shape, node_type = node_shape(nodes)
+    free_now = tuple(units.parse_cpu_m(n["status"]["allocatable"]["cpu"]) - used[n["metadata"]["name"]]
+                     for n in nodes)
+    return tuning.NodeGroup(shape, len(nodes), tuple(ds), tuple(others), master, free_now,
+                            node_type if node_type in catalog.INSTANCES else None)
+
+
+def worker_nodes(release: Release, template: dict) -> list[dict]:
+    """The schedulable nodes whose labels the workers' nodeSelector takes and whose taints they tolerate."""
     selector = ",".join(f"{k}={v}" for k, v in template.get("nodeSelector", {}).items())
     nodes = [n for n in json.loads(release.kubectl("get", "nodes", "-o", "json", *(["-l", selector] if selector
                                                                                    else [])))["items"]
@@ -61,7 +74,14 @@ def node_group(release: Release, worker: dict) -> tuning.NodeGroup:
     if not nodes:
         raise UsageError(f"no node takes release {release.name}'s workers (nodeSelector {selector or 'none'}): "
                          "the node group is missing or cordoned; see `kubectl get nodes --show-labels`")
-    names = {n["metadata"]["name"] for n in nodes}
+    return nodes
+
+
+def pods_beside(release: Release, names: set[str]) -> tuple[dict[str, list[sizing.PodRequest]],
+                                                            list[sizing.PodRequest], sizing.PodRequest,
+                                                            dict[str, int]]:
+    """What runs beside the workers: each node's DaemonSet pods, the other pods on those nodes and kube-system's,
+    the release's master, and the CPU each node has requested (the workers' own left out)."""
     # A finished pod holds no CPU, nor does one being deleted by the time a change schedules.
     pods = [p for p in json.loads(release.kubectl("get", "pods", "--all-namespaces", "-o", "json"))["items"]
             if p["status"].get("phase") not in ("Succeeded", "Failed") and not p["metadata"].get("deletionTimestamp")]
@@ -84,22 +104,21 @@ def node_group(release: Release, worker: dict) -> tuning.NodeGroup:
             others.append(request)
     if master is None:
         raise ReleaseError(f"release {release.name} has no running master pod in namespace {release.namespace}")
-    # The node whose DaemonSets take the most stands for all; the smallest node for the shape.
-    ds = max(daemonsets.values(), key=lambda pods: sum(p.cpu_m for p in pods))
+    return daemonsets, others, master, used
+
+
+def node_shape(nodes: list[dict]) -> tuple[sizing.NodeShape, str | None]:
+    """The smallest node's shape, and the group's instance type when every node has the same."""
     smallest = min(nodes, key=lambda n: units.parse_cpu_m(n["status"]["allocatable"]["cpu"]))
     status = smallest["status"]
     types = {n["metadata"].get("labels", {}).get("node.kubernetes.io/instance-type") for n in nodes}
     node_type = types.pop() if len(types) == 1 else None
-    shape = sizing.NodeShape(
+    return sizing.NodeShape(
         name=node_type or smallest["metadata"]["name"], cpu_m=units.parse_cpu_m(status["capacity"]["cpu"]),
         memory_mi=units.parse_memory_mi(status["capacity"]["memory"]),
         allocatable_cpu_m=units.parse_cpu_m(status["allocatable"]["cpu"]),
         allocatable_memory_mi=units.parse_memory_mi(status["allocatable"]["memory"]),
-        max_pods=int(status["allocatable"].get("pods", 110)))
-    free_now = tuple(units.parse_cpu_m(n["status"]["allocatable"]["cpu"]) - used[n["metadata"]["name"]]
-                     for n in nodes)
-    return tuning.NodeGroup(shape, len(nodes), tuple(ds), tuple(others), master, free_now,
-                            node_type if node_type in catalog.INSTANCES else None)
+        max_pods=int(status["allocatable"].get("pods", 110))), node_type
 
 
 def pending_workers(release: Release) -> int:

@@ -77,9 +77,9 @@ def check_open_model(*, users_per_worker: int | None, wait_s: float, release: st
                          f"cannot change it yet. Run it here with --local, or step by hand: for each rate N, "
                          f"helm upgrade {release} charts/loadtest --reuse-values --set locust.load.arrivalRate=N, "
                          f"then loadtest run --release {release}")
-    if why := settings.refusal({settings.ARRIVAL_RATE: True, settings.USERS: users_per_worker is not None,
-                                settings.WAIT: wait_s},
-                               {settings.ARRIVAL_RATE: f"--sweep {ARRIVAL_RATE}", settings.USERS: "--users-per-worker"}):
+    given = {settings.ARRIVAL_RATE: True, settings.USERS: users_per_worker is not None, settings.WAIT: wait_s}
+    if why := settings.refusal(given, {settings.ARRIVAL_RATE: f"--sweep {ARRIVAL_RATE}",
+                                       settings.USERS: "--users-per-worker"}):
         raise SweepError(why)
 
 

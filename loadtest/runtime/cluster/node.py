@@ -165,7 +165,8 @@ class RealNode:
     def __init__(self, cluster):
         self.cluster = cluster
         self.dir = cluster.state_dir / "node"
-        self.processes = Processes(cluster.state_dir / "logs", cluster.state_dir / "pids", cluster.state_dir, ClusterError)
+        self.processes = Processes(cluster.state_dir / "logs", cluster.state_dir / "pids", cluster.state_dir,
+                                   ClusterError)
         self._serving: dict[str, Callable[[], bool]] = {}  # component: whether it serves again after a restart
 
     @property

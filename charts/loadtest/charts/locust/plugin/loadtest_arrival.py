@@ -389,12 +389,18 @@ def _sleep_unless_parked(taskset, seconds: float, sleep=gevent.sleep) -> None:
 def _install_schedule(environment, dispatcher: Dispatcher) -> None:
     """The dispatcher's wait in every User class, before its first task too; the slot's lateness in every request's
     response time."""
+    _wait_for_slots(environment, dispatcher)
+    _latency_from_slots(environment, dispatcher)
+
+
+def _wait_for_slots(environment, dispatcher: Dispatcher) -> None:
+    """Every User class waits for its slot, before its first task too, instead of its wait_time."""
     wait_for_slot = dispatcher.wait_for_slot
     for user_class in environment.user_classes:
         if own := own_wait_times(user_class.tasks):
-            raise SystemExit(f"{settings.ARRIVAL_RATE.env}: TaskSet {', '.join(own)} of {user_class.__name__} has a wait_time of its "
-                             "own, which would send on its own clock, not at the rate; remove it (the open model's "
-                             "schedule replaces every wait_time)")
+            raise SystemExit(f"{settings.ARRIVAL_RATE.env}: TaskSet {', '.join(own)} of {user_class.__name__} has "
+                             "a wait_time of its own, which would send on its own clock, not at the rate; remove it "
+                             "(the open model's schedule replaces every wait_time)")
         user_class.wait_time = wait_for_slot
         first = user_class.on_start
 
@@ -415,6 +421,9 @@ def _install_schedule(environment, dispatcher: Dispatcher) -> None:
     # user that took a slot already due still sleeps 0 s there, so a task that never waits cannot hold the loop.
     TaskSet._sleep = _sleep_unless_parked
 
+
+def _latency_from_slots(environment, dispatcher: Dispatcher) -> None:
+    """Every request's response time from its slot (the intended send), for every listener of the request event."""
     # Every request event of a user's task carries its service time; the slot's lateness makes it the response time
     # from the intended send, for Locust's statistics and every other listener alike.
     # An answer read while Locust stops the pool is late because of that, past the run's window: not reported, as

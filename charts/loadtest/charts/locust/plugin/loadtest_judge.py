@@ -120,7 +120,7 @@ def results_folder() -> str | None:
 def bucket():
     """The S3 store the chart names, or None."""
     url = os.environ.get(settings.S3_URL.env)
-    return s3.from_url(url, os.environ.get(settings.S3_ENDPOINT.env), os.environ.get(settings.S3_REGION.env)) if url else None
+    return s3.from_url(url, settings.S3_ENDPOINT.read(), settings.S3_REGION.read()) if url else None
 
 
 def baseline_of(store) -> tuple[str, dict | str] | None:
@@ -220,7 +220,7 @@ def from_environment() -> tuple[list, str | None, object, float]:
     except ValueError:
         sync_s = 0.0
     if not 0 < sync_s < float("inf"):
-        logger.error("%s=%r: seconds between uploads, above 0, e.g. 30", settings.S3_SYNC_S.env, os.environ.get(settings.S3_SYNC_S.env))
+        logger.error("%s=%r: seconds between uploads, above 0, e.g. 30", settings.S3_SYNC_S.env, settings.S3_SYNC_S.read())
         raise SystemExit(checks.BAD_INPUT)
     return asked, folder, store, sync_s
 
