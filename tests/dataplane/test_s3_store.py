@@ -1,4 +1,4 @@
-"""The S3 results store (plugin/s3.py) against a real S3 API: moto's server (requirements.txt pins it)
+"""The S3 results store (loadtest_shared.s3) against a real S3 API: moto's server (requirements.txt pins it)
 on 127.0.0.1, with its signature checks ON. moto serves any request unsigned by default; with
 INITIAL_NO_AUTH_ACTION_COUNT=3 only the first three requests go unchecked (the IAM user, its access key and its
 policy that the fixture creates), and every S3 request after them must carry a SigV4 signature moto recomputes with
@@ -18,7 +18,7 @@ from conftest import S3_BUCKET
 
 from loadtest.runtime.processes import LOCAL_HOST
 
-from loadtest_shared import s3
+from loadtest_shared.s3 import Credentials, S3Error, Store
 
 BUCKET = S3_BUCKET
 
@@ -26,7 +26,7 @@ BUCKET = S3_BUCKET
 def store(s3, request):
     """A store in its own prefix (the test's name), so that tests never see each other's runs."""
     endpoint, credentials = s3
-    return s3.Store(endpoint, BUCKET, f"tests/{request.node.name}", credentials=credentials, retries=0)
+    return Store(endpoint, BUCKET, f"tests/{request.node.name}", credentials=credentials, retries=0)
 
 
 def results_folder(path: Path, seed: str) -> Path:
@@ -73,7 +73,7 @@ def test_put_get_list_round_trip_pages_through_continuation_tokens(store):
     assert "continuation-token" not in pages[0] and all("continuation-token" in p for p in pages[1:])
     assert [store.get(k) for k in keys] == [f"object {i}\n".encode() + bytes([i, 0, 255]) for i in range(7)]
     assert store.list(f"{store.prefix}/nothing-here") == []
-    with pytest.raises(s3.S3Error) as missing:
+    with pytest.raises(S3Error) as missing:
         store.get(f"{store.prefix}/absent")
     assert (missing.value.status, missing.value.code) == (404, "NoSuchKey")
 
@@ -97,7 +97,7 @@ def test_upload_folder_then_runs_then_download_is_byte_identical(store, tmp_path
         store.upload_folder(folder, "2026-01-02T0304")
 
 
-class DiesAfter(s3.Store):
+class DiesAfter(Store):
     """A store whose uploader dies (as a killed pod would) once it has written `puts` objects."""
 
     def __init__(self, *args, puts: int, **kwargs):
@@ -125,7 +125,7 @@ def test_upload_dying_midway_leaves_earlier_runs_intact_and_its_run_incomplete(s
     assert store.incomplete_runs() == ["run-2"]
     assert len(store.list(f"{store.prefix}/run-2/")) == 4, "the 4 files written before the crash, and no marker"
     assert {k: store.get(k) for k in store.list(f"{store.prefix}/run-1/")} == before, "run-1's keys were touched"
-    with pytest.raises(s3.S3Error) as incomplete:
+    with pytest.raises(S3Error) as incomplete:
         store.download_run("run-2", tmp_path / "partial")
     assert incomplete.value.code == "IncompleteRun" and "never finished" in str(incomplete.value)
     store.download_run("run-1", tmp_path / "run-1")
@@ -141,10 +141,10 @@ def test_upload_dying_midway_leaves_earlier_runs_intact_and_its_run_incomplete(s
 @pytest.mark.parametrize("wrong", ["secret", "access key"])
 def test_wrong_credentials_are_refused_with_s3s_error_code(s3, store, tmp_path, wrong):
     endpoint, good = s3
-    bad = (s3.Credentials(good.access_key, good.secret_key[:-1] + "x") if wrong == "secret"
-           else s3.Credentials("AKIA" + "Q" * 16, good.secret_key))
-    intruder = s3.Store(endpoint, BUCKET, store.prefix, credentials=bad, retries=0)
-    with pytest.raises(s3.S3Error) as refused:
+    bad = (Credentials(good.access_key, good.secret_key[:-1] + "x") if wrong == "secret"
+           else Credentials("AKIA" + "Q" * 16, good.secret_key))
+    intruder = Store(endpoint, BUCKET, store.prefix, credentials=bad, retries=0)
+    with pytest.raises(S3Error) as refused:
         intruder.upload_folder(results_folder(tmp_path / "run", "x"), "run")
     want = "SignatureDoesNotMatch" if wrong == "secret" else "InvalidAccessKeyId"
     assert (refused.value.status, refused.value.code) == (403, want), str(refused.value)
@@ -157,10 +157,10 @@ def test_an_endpoint_that_never_answers_times_out_with_a_clear_error(s3):
     with socket.socket() as silent:  # listens, never answers
         silent.bind((LOCAL_HOST, 0))
         silent.listen()
-        store = s3.Store(f"http://{LOCAL_HOST}:{silent.getsockname()[1]}", BUCKET,
+        store = Store(f"http://{LOCAL_HOST}:{silent.getsockname()[1]}", BUCKET,
                                   credentials=credentials, timeout=0.5, retries=0)
         started = time.monotonic()
-        with pytest.raises(s3.S3Error) as silence:
+        with pytest.raises(S3Error) as silence:
             store.get("k")
     assert time.monotonic() - started < 5
     assert silence.value.status is None and silence.value.code == "NoAnswer", str(silence.value)

@@ -1,4 +1,4 @@
-"""The S3 store's Signature Version 4 (plugin/s3.py) against the worked examples AWS publishes in
+"""The S3 store's Signature Version 4 (loadtest_shared.s3) against the worked examples AWS publishes in
 "Signature Calculations for the Authorization Header: Transferring Payload in a Single Chunk" (S3 API reference,
 sig-v4-header-based-auth): the same inputs must give AWS's signatures to the last hex digit, or S3 refuses every
 request with SignatureDoesNotMatch. No network: the store's request building is checked on its own."""
