@@ -305,6 +305,21 @@ def print_spread(runs: list[list[Measurement]]) -> None:
         ratios = [run[i].rps_per_core / w.rps_per_core for run, w in zip(runs, wrk) if w and w.rps_per_core]
         per_core = spread((run[i].rps_per_core for run in runs), "{:,.0f}")
         print(f"{name:<22} {per_core:>26} {spread(ratios, '{:.2f}') if ratios else '-':>20}")
+    if own := own_loop_ratios(runs):
+        print(f"\nLeanHttpUser / its own connection loop (leanhttp-loop), each run's: {spread(own, '{:.2f}')} "
+              "(a ratio inside the project: it holds from host to host, where one to wrk does not)")
+
+
+def own_loop_ratios(runs: list[list[Measurement]]) -> list[float]:
+    """Per run, LeanHttpUser's RPS per core over its own connection code's without Locust (leanhttp-loop): what
+    Locust's per-request machinery (task loop, request event, statistics) leaves of the connection's rate."""
+    ratios = []
+    for run in runs:
+        by_name = {m.generator: m for m in run}
+        lean, loop = by_name.get("LeanHttpUser"), by_name.get("leanhttp-loop")
+        if lean and loop and loop.rps_per_core:
+            ratios.append(lean.rps_per_core / loop.rps_per_core)
+    return ratios
 
 
 if __name__ == "__main__":

@@ -106,3 +106,12 @@ def test_the_saturation_share_benchmark_reads_both_shares_of_one_run(tmp_path, m
     run = saturation_share.measure(2, 0.1, users=10, wait_s=0.005, seconds=4, logs=tmp_path)
     assert run.rps > 0 and run.workers == 2, run
     assert 0 <= run.worker_share <= run.any_share <= 1 and run.mean_cpu > 0, run
+
+
+def test_the_generators_benchmark_holds_leanhttpuser_to_its_own_connection_loop_run_by_run():
+    def run(lean_rps: float, loop_rps: float) -> list:
+        return [generators.Measurement("leanhttp-loop", loop_rps, 1.0, 0.5, 0.0),
+                generators.Measurement("LeanHttpUser", lean_rps, 0.5, 0.5, 0.0)]  # half a core: twice the RPS a core
+
+    assert generators.own_loop_ratios([run(300, 1000), run(400, 1000), run(100, 0)]) == [0.6, 0.8]
+    assert generators.own_loop_ratios([[generators.Measurement("wrk", 10, 1.0, 0.5, 0.0)]]) == []

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from locust import events
 from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner, WorkerNode, WorkerNodes
 from locust.stats import RequestStats
 from prometheus_client import generate_latest
@@ -200,3 +201,27 @@ def test_the_master_counts_the_runs_faults_by_kind(master, monkeypatch):
     counted = {s.labels["kind"]: s.value for family in text_string_to_metric_families(text)
                for s in family.samples if s.name == "loadtest_faults_total"}
     assert counted == {"worker lost": 2, "worker quit": 0, "target silent": 1}
+
+
+def test_a_workers_sent_requests_survive_its_reports_and_resets_and_start_from_zero_with_a_run():
+    """requests_sent is Locust's own count plus what it held at each reset: a report strips the worker's statistics
+    (get_stripped_report), --reset-stats clears them, and neither loses a request; a new run counts from zero."""
+    stats = RequestStats()
+    sent = loadtest_metrics.Sent()
+    sent.follow(stats)
+    for _ in range(5):
+        stats.log_request("GET", "/1kb", 2, 1024)
+    stats.total.get_stripped_report()  # a report to the master
+    stats.log_request("GET", "/1kb", 2, 1024)
+    stats.reset_all()  # every user running: the statistics restart
+    stats.log_request("GET", "/1kb", 2, 1024)
+    assert sent.requests == 7 and stats.total.num_requests == 1
+    stats.clear_all()  # a worker's next run: Locust makes its statistics anew, then fires test_start
+    sent.follow(stats)
+    stats.log_request("GET", "/1kb", 2, 1024)
+    assert sent.requests == 1
+
+
+def test_no_listener_of_the_plugin_costs_every_request():
+    """Counting a worker's requests reads Locust's own count: the request event has Locust's listener alone."""
+    assert not [h for h in events.request._handlers if h.__module__.startswith("loadtest")]

@@ -105,20 +105,37 @@ class CpuClock:
         return (cpu - cpu_before) / (wall - wall_before) if wall > wall_before else None
 
 
-# A worker's own running total of its run's requests, never reset within it: the master holds the run's count to it
-# (loadtest_faults) when a worker is lost, or statistics are reset. Counted from the import: a worker's init can fire
-# after its first users were spawned.
-SENT = {"requests": 0}
+class Sent:
+    """A worker's own running total of its run's requests, never reset within it: the master holds the run's count to
+    it (loadtest_faults) when a worker is lost, or statistics are reset. Locust's own count (its statistics' total),
+    plus what that count held at each of its resets (every report strips it, and --reset-stats clears it): no listener
+    of its own on the request event, which cost a request as much as Locust's statistics do (docs/own-test.md)."""
+
+    def __init__(self):
+        self.carried, self.total = 0, None
+
+    def follow(self, stats) -> None:
+        """Count a run's requests from zero, in `stats` (a worker's, made anew at each test start)."""
+        self.carried, total = 0, stats.total
+        reset = total.reset
+
+        def carry_then_reset():
+            self.carried += total.num_requests
+            reset()
+
+        total.reset, self.total = carry_then_reset, total
+
+    @property
+    def requests(self) -> int:
+        return self.carried + (self.total.num_requests if self.total is not None else 0)
 
 
-@events.request.add_listener
-def _count_request(**_):
-    SENT["requests"] += 1
+SENT = Sent()
 
 
 @events.test_start.add_listener
-def _count_from_zero(**_):
-    SENT["requests"] = 0
+def _count_from_zero(environment, **_):
+    SENT.follow(environment.runner.stats)
 
 
 def _register_worker(environment) -> None:
@@ -144,8 +161,8 @@ def _register_worker(environment) -> None:
     def add_worker_facts(client_id, data, **_):
         memory, memory_limit = memory_in_use()
         data[REPORT_KEY] = {"cpu_limit_cores": cpu_limit_cores(), "cpu_warnings": warnings,
-                            "cpu_cores": clock.cores(), "cpu_throttled": throttle.share(), "requests_sent": SENT["requests"],
-                            "memory_bytes": memory, "memory_limit_bytes": memory_limit}
+                            "cpu_cores": clock.cores(), "cpu_throttled": throttle.share(),
+                            "requests_sent": SENT.requests, "memory_bytes": memory, "memory_limit_bytes": memory_limit}
 
     @environment.events.quitting.add_listener
     def send_last_report(**_):
