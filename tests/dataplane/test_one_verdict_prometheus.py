@@ -145,7 +145,7 @@ def test_the_prometheus_path_judges_each_row_as_the_local_run_does(prometheus, c
     assert window.loop_lagged == pytest.approx(local.loop_lagged), window
     assert window.requests_per_slot == pytest.approx(local.requests_per_slot), window
     if case.arrival is not None:  # the service time's p99 is the window's too, from its histogram
-        assert figures.arrival.service_p99_ms == 3, figures.arrival
+        assert figures.arrival.service_time_ms[0.99] == 3, figures.arrival
     assert (window.achieved is None) == (local.achieved is None), window
     # The window's percentiles are Locust's own of its histogram (99 % at 4 ms, 1 % at 40 ms: its p99 is 40 ms), not
     # a mean of the rolling gauges (none here at all).

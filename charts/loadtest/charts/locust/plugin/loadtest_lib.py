@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from locust import events
 
+import loadtest_locust  # noqa: F401  (importing it applies its changes to Locust's per-request path)
 import loadtest_abort  # noqa: F401  (registering it stops a run early on LOADTEST_ABORT_ON's conditions)
 import loadtest_arrival  # noqa: F401  (registering it runs the open model when LOADTEST_ARRIVAL_RATE is set)
 import loadtest_faults  # noqa: F401  (registering it records workers lost and joined, and the requests they sent)
