@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from locust import events
@@ -220,6 +221,15 @@ def test_a_workers_sent_requests_survive_its_reports_and_resets_and_start_from_z
     sent.follow(stats)
     stats.log_request("GET", "/1kb", 2, 1024)
     assert sent.requests == 1
+
+
+def test_a_worker_joining_a_running_test_counts_before_its_runner_exists():
+    """A worker started into a running test fires test_start from its runner's constructor (environment.runner is
+    still None): the count follows the environment's statistics, and the worker does not fail there."""
+    stats = RequestStats()
+    loadtest_metrics._count_from_zero(environment=SimpleNamespace(stats=stats, runner=None))
+    stats.log_request("GET", "/1kb", 2, 1024)
+    assert loadtest_metrics.SENT.requests == 1
 
 
 def test_no_listener_of_the_plugin_costs_every_request():

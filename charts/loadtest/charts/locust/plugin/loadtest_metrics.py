@@ -135,7 +135,9 @@ SENT = Sent()
 
 @events.test_start.add_listener
 def _count_from_zero(environment, **_):
-    SENT.follow(environment.runner.stats)
+    # The environment's statistics, not its runner's: a worker that joins a running test gets the master's spawn
+    # message (and fires test_start) while its runner is still being made.
+    SENT.follow(environment.stats)
 
 
 def _register_worker(environment) -> None:
