@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from loadtest_shared import checks
@@ -52,6 +53,10 @@ def version_text() -> str:
             f"{chart['appVersion']}; Locust here: {here}), from {paths.HOME}")
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()  # imports the floors below, which find the chart (loadtest.paths)
@@ -59,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loadtest: error: {e}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
+    # A CI job cancelled (SIGTERM) stops as Ctrl-C does: processes stopped, what was measured kept and marked.
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         return args.func(args)
     except UsageError as e:

@@ -13,6 +13,7 @@ import sys
 import time
 
 import junitparser
+import psutil
 import pytest
 from helpers import wait_for
 from interrupt import sigint_restored
@@ -150,7 +151,9 @@ def counted(series) -> bool:
     return series.exists() and any(float(row["rps"]) > 0 for row in csv.DictReader(series.open()))
 
 
-def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
+def test_a_run_cancelled_by_sigterm_stops_its_processes_and_leaves_its_folder_marked_incomplete(tmp_path):
+    """A CI job cancelled sends the CLI SIGTERM, not the terminal's Ctrl-C: it stops as Ctrl-C does (the layers with
+    a sweep and a release send that), every process of the run stopped, what was measured kept."""
     out = tmp_path / "interrupted"
     proc = subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), "--workers",
                              "1", "--users", "5", "--wait", "0.05", "--run-time", "60s", "--check", "rps>=1"],
@@ -163,7 +166,9 @@ def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
 
         # Interrupted once the master has counted requests (the workers report every 3 s): those must be kept.
         wait_for("requests counted in series.csv", requests_counted, STARTUP_TIMEOUT_S * 2)
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+        run = psutil.Process(proc.pid).children(recursive=True)  # nginx and Locust, each in a session of its own
+        assert run
+        proc.send_signal(signal.SIGTERM)  # to the CLI alone
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -171,6 +176,7 @@ def test_an_interrupted_run_leaves_its_folder_marked_incomplete(tmp_path):
             proc.wait()
     assert proc.returncode == 130, err
     assert "marked incomplete" in err
+    assert not [p for p in run if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], run
     data = json.loads((out / "result.json").read_text())
     assert not data["complete"] and data["incomplete"] == "interrupted" and data["exit_code"] == 130
     assert data["figures"]["Aggregated"]["requests"] > 0  # Locust wrote what it had measured when stopped
