@@ -16,7 +16,6 @@ import junitparser
 import psutil
 import pytest
 from helpers import wait_for
-from interrupt import sigint_restored
 
 from loadtest_shared import checks, verdict
 
@@ -157,8 +156,7 @@ def test_a_run_cancelled_by_sigterm_stops_its_processes_and_leaves_its_folder_ma
     out = tmp_path / "interrupted"
     proc = subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--local", "--output", str(out), "--workers",
                              "1", "--users", "5", "--wait", "0.05", "--run-time", "60s", "--check", "rps>=1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=sigint_restored)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         def requests_counted() -> bool:
             assert proc.poll() is None, proc.stderr.read()
