@@ -115,10 +115,11 @@ def test_a_judged_run_goes_on_through_prometheus_restarts_and_its_series_marks_t
     Locust's figures whole, and series.csv marks the steps Prometheus missed (scrape_gap_s) beside those it scraped
     after."""
     out = tmp_path / "run"
-    # 40 s: the second start comes after the 10 s back-off, and its first scrapes must still fall inside the run
-    # (at 30 s they once did not).
-    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "40s")
-    wait_for_line(proc, "RPS", 120)
+    # 50 s, killed as the swarm starts: the third start comes after the kubelet's 10 s back-off and its pod worker's
+    # requeue (10-15 s, jittered), then the rate needs two scrapes of 5 s. At 40 s and killed at the first live line,
+    # a CI run's series had no rate for the last 30 s (2026-11-29): the run ended before the second scrape.
+    proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "50s")
+    wait_for_line(proc, "swarm started", 120)
     first = prometheus_process(cluster, release)
     first.kill()
     again = wait_for("Prometheus started again", lambda: prometheus_process(cluster, release), 30, every=0.5,
