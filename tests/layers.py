@@ -20,6 +20,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
@@ -61,10 +62,26 @@ def start(layer: Layer, junit: Path, output=None) -> subprocess.Popen:
                             stdout=output, stderr=output)
 
 
-def finish(layer: Layer, process: subprocess.Popen, junit: Path) -> list[tuple[float, str]]:
-    """Wait for a layer's session; fill in its figures; return (seconds, test id) of each of its tests."""
-    layer.exit_code = process.wait()
-    layer.seconds = time.monotonic() - layer.seconds
+def stamp_the_end(layer: Layer, process: subprocess.Popen) -> threading.Thread:
+    """A thread that waits for a background layer's session and stamps its wall time when it ends, not when the suite
+    comes to wait for it (the background layers end one after another, and are waited for in a fixed order)."""
+    def wait():
+        layer.exit_code = process.wait()
+        layer.seconds = time.monotonic() - layer.seconds
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def finish(layer: Layer, process: subprocess.Popen, junit: Path,
+           stamped: threading.Thread | None = None) -> list[tuple[float, str]]:
+    """Wait for a layer's session (or the thread stamping its end); fill in its figures; return (seconds, test id)
+    of each of its tests."""
+    if stamped:
+        stamped.join()
+    else:
+        layer.exit_code = process.wait()
+        layer.seconds = time.monotonic() - layer.seconds
     if not junit.exists():  # pytest stopped before writing it (a usage error, an interrupt while collecting)
         return []
     cases = []
@@ -107,11 +124,12 @@ def main() -> int:
             background = {}
             for name in IN_THE_BACKGROUND:
                 log = (Path(reports) / f"{name}.log").open("w+")
-                background[name] = (start(layers[name], junit[name], log), log)
+                process = start(layers[name], junit[name], log)
+                background[name] = (process, stamp_the_end(layers[name], process), log)
 
             def wait_for_the_background():
-                for name, (process, log) in background.items():
-                    cases.extend(finish(layers[name], process, junit[name]))
+                for name, (process, stamped, log) in background.items():
+                    cases.extend(finish(layers[name], process, junit[name], stamped))
                     log.seek(0)
                     print(f"\n===== layer {name} (its output) =====\n{log.read()}", flush=True)
                 background.clear()
