@@ -2,9 +2,19 @@
 that changes underneath fails here, not in a run), and does what it says on a real event loop."""
 from __future__ import annotations
 
+import hashlib
 import inspect
+import re
+import time
+import types
+from pathlib import Path
 
 import gevent
+import pytest
+from locust import event as locust_event
+from locust import log as locust_log
+from locust import stats as locust_stats
+from locust.exception import StopUser
 from locust.user.task import TaskSet
 
 import loadtest_locust
@@ -50,3 +60,129 @@ def test_a_wait_of_more_than_zero_always_sleeps():
     loadtest_locust._sleep_unless_yielded(task, 0.25, sleep=slept.append)
     loadtest_locust._sleep_unless_yielded(task, 0.25, sleep=slept.append)
     assert slept == [0.25, 0.25]
+
+
+def as_shipped(module) -> types.ModuleType:
+    """A Locust module as its file has it, run anew: its classes without the plugin's changes, to compare with."""
+    fresh = types.ModuleType(f"{module.__name__}_as_shipped")
+    fresh.__package__ = module.__package__
+    exec(compile(Path(module.__file__).read_text(), module.__file__, "exec"), fresh.__dict__)
+    return fresh
+
+
+def method_source(module, cls: str, name: str) -> str:
+    """One method's text in the module's file, however the class is patched now (a class's source is read from its
+    file)."""
+    source = inspect.getsource(getattr(module, cls))
+    start = source.index(f"    def {name}(")
+    end = re.compile(r"^    \S", re.M).search(source, start + 1)  # the class's next member, or its end
+    return source[start:end.start() if end else None].rstrip()
+
+
+# The Locust code each change replaces, by its text's SHA-256 (Locust 2.47): a change there fails here, so that the
+# patch is checked against the new code before it replaces it.
+REPLACED = {
+    ("stats", "StatsEntry", "log"): "ea2319962e04484adb3dab6c48438338a5565fefd505e653a6278f001f936270",
+    ("stats", "StatsEntry", "_log_time_of_request"): "bfee6e4489bd46acb8e736ea8f1df450c4555063236d1a35ef171046e18aa39d",
+    ("stats", "StatsEntry", "_log_response_time"): "7d6b84c0847bf03785e553d0d3ec5bc0bcd1727427287b45bcaafbd932ccb563",
+    ("stats", "RequestStats", "log_request"): "2adabf3329151759c9ca61209a4d262bd22218e5b2868a91839b8a601a0e19df",
+    ("event", "EventHook", "add_listener"): "b5e7dfb4e12073437800d340b99beb38e293ea244a659e15236373d659cfcbf7",
+    ("event", "EventHook", "remove_listener"): "520c79ca41880989affc4b504cf5dae79df15fe688a3e3c44a024ad42ef5875e",
+    ("event", "EventHook", "fire"): "7755c634626221279413835c17a2481e2c1f4349a5ba4bda80a4722d7874524d",
+}
+MODULES = {"stats": locust_stats, "event": locust_event}
+
+
+@pytest.mark.parametrize("module, cls, name", sorted(REPLACED))
+def test_the_locust_code_a_change_replaces_is_still_the_same(module, cls, name):
+    text = method_source(MODULES[module], cls, name)
+    assert hashlib.sha256(text.encode()).hexdigest() == REPLACED[module, cls, name], (
+        f"Locust's {cls}.{name} changed: check plugin/loadtest_locust.py's change against it, then its hash here\n{text}")
+
+
+def test_the_statistics_are_logged_as_locusts_own_code_logs_them(monkeypatch):
+    """The same requests, at the same clock readings, into Locust's own RequestStats and into the patched one: every
+    field of the total and of each name's entry the same, the per-second counts and the response-time cache too."""
+    shipped = as_shipped(locust_stats)
+    now = [999.0]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    requests = [(1000.2, "GET", "/a", 0.35, 1024), (1000.7, "GET", "/b", 147.2, 0), (1001.1, "POST", "/a", None, 10),
+                (1003.9, "GET", "/a", 3432.0, 5), (1004.0, "GET", "/a", 58760.4, 1), (1004.5, "GET", "/b", 0.01, 2)]
+    logged = []
+    for stats_class in (shipped.RequestStats, locust_stats.RequestStats):
+        now[0] = 999.0
+        stats = stats_class(use_response_times_cache=True)
+        for now[0], *request in requests:
+            stats.log_request(*request)
+        logged.append({key: fields(entry) for key, entry in [("total", stats.total), *stats.entries.items()]})
+    assert logged[0] == logged[1]
+    assert len(logged[1]["total"]["response_times_cache"]) > 1, "no second boundary crossed"
+
+
+def fields(entry) -> dict:
+    """A statistics entry's own figures (not the RequestStats it belongs to)."""
+    return {name: value for name, value in vars(entry).items() if name != "stats"}
+
+
+def test_a_single_entry_logs_as_locusts_own_log(monkeypatch):
+    shipped = as_shipped(locust_stats)
+    monkeypatch.setattr(time, "time", lambda: 1000.5)
+    entries = [cls(locust_stats.RequestStats(), "/", "GET", use_response_times_cache=False)
+               for cls in (shipped.StatsEntry, locust_stats.StatsEntry)]
+    for entry in entries:
+        for response_time in (12.0, None, 0.2, 999.4):
+            entry.log(response_time, 100)
+    assert fields(entries[0]) == fields(entries[1])
+    assert entries[1].num_requests == 4 and entries[1].num_none_requests == 1
+
+
+def fire_with_listeners(hook_class) -> list[str]:
+    """A firing whose first listener adds one and removes another, then a second firing; what was called, in order,
+    and what a listener's error and a StopUser did."""
+    hook, called = hook_class(), []
+
+    def adds_and_removes(**_):
+        called.append("first")
+        hook.add_listener(added)
+        hook.remove_listener(removed)
+
+    def removed(**_):
+        called.append("removed")
+
+    def added(**_):
+        called.append("added")
+
+    def fails(**_):
+        called.append("fails")
+        raise ValueError("a listener's own error")
+
+    for listener in (adds_and_removes, removed, fails):
+        hook.add_listener(listener)
+    hook.fire(value=1)
+    hook.fire(reverse=True, value=2)
+    hook.remove_listener(fails)
+    hook.add_listener(lambda **_: (_ for _ in ()).throw(StopUser()))
+    try:
+        hook.fire(value=3)
+    except StopUser:
+        called.append("StopUser raised")
+    return called
+
+
+def test_an_event_fires_to_its_listeners_as_locusts_own_fire_does(caplog):
+    shipped = as_shipped(locust_event)
+    locust_log.unhandled_greenlet_exception = False
+    expected = fire_with_listeners(shipped.EventHook)
+    assert locust_log.unhandled_greenlet_exception
+    locust_log.unhandled_greenlet_exception = False
+    assert fire_with_listeners(locust_event.EventHook) == expected
+    assert locust_log.unhandled_greenlet_exception
+    assert expected[:3] == ["first", "removed", "fails"], "the first firing walks the listeners it started with"
+    assert "a listener's own error" in caplog.text
+    locust_log.unhandled_greenlet_exception = False
+
+
+def test_the_changes_are_in_place():
+    assert locust_stats.StatsEntry.log is loadtest_locust._log
+    assert locust_stats.RequestStats.log_request is loadtest_locust._log_request
+    assert locust_event.EventHook.fire is loadtest_locust._fire

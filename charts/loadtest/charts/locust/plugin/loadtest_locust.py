@@ -1,16 +1,32 @@
 """Changes to Locust's per-request path, applied when the plugin loads. Each is written as it could be offered to
 Locust, and tests/unit/test_locust_patches.py holds each to the code of Locust's it replaces: a Locust that changes
-underneath fails that test, not a run.
+underneath fails that test, not a run. docs/own-test.md has what each saves per request.
 
-A user whose wait_time is 0 ends every task in gevent.sleep(0): a trip through the event loop (two greenlet switches
-and a callback) that only matters for a task that never yielded, which would otherwise hold the loop. A task that
-sent a request has yielded already, waiting for its answer; its trip is skipped. The open model replaces the same
-method with its own (loadtest_arrival), which skips it for a user that parked for its slot.
+- The wait between tasks. A user whose wait_time is 0 ends every task in gevent.sleep(0): a trip through the event
+  loop (two greenlet switches and a callback) that only matters for a task that never yielded, which would otherwise
+  hold the loop. A task that sent a request has yielded already, waiting for its answer; its trip is skipped. The
+  open model replaces the same method with its own (loadtest_arrival), which skips it for a user that parked for
+  its slot.
+- The statistics entry. RequestStats.log_request logs each request twice (its name's entry and the total), and each
+  StatsEntry.log read the clock and went through two more method calls and min()/max(): one clock reading a
+  request now, the entry's fields set in one function.
+- The event's listeners. EventHook.fire copied its list of listeners on every firing, so that a listener may add or
+  remove one while it fires; the list is now replaced, never changed, when a listener is added or removed, and a
+  firing walks the list it started with: the same for listeners, without a copy a request.
 """
 from __future__ import annotations
 
+import logging
+import time
+import traceback
+
 import gevent
 from gevent import get_hub
+from locust import log as locust_log
+from locust import stats as locust_stats
+from locust.event import EventHook
+from locust.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopTest, StopUser
+from locust.stats import RequestStats, StatsEntry
 from locust.user.task import TaskSet
 
 
@@ -42,4 +58,74 @@ def _sleep_unless_yielded(taskset, seconds: float, sleep=gevent.sleep) -> None:
     taskset._loop_seen = LOOP.turns
 
 
+def log_in_entry(entry: StatsEntry, response_time: float | None, content_length: int, current_time: float) -> None:
+    """What StatsEntry.log, _log_time_of_request and _log_response_time did, for a request logged at current_time.
+    The response-time bucket is still looked up in Locust's module, where a test may replace it."""
+    second = int(current_time)
+    last = entry.last_request_timestamp
+    if entry.use_response_times_cache and last and second > int(last):
+        entry._cache_response_times(second - 1)
+    entry.num_requests += 1
+    entry.num_reqs_per_sec[second] += 1
+    entry.last_request_timestamp = current_time
+    if response_time is None:
+        entry.num_none_requests += 1
+    else:
+        entry.total_response_time += response_time
+        lowest = entry.min_response_time
+        if lowest is None or response_time < lowest:
+            entry.min_response_time = response_time
+        if response_time > entry.max_response_time:
+            entry.max_response_time = response_time
+        entry.response_times[locust_stats.bucket_response_time(response_time)] += 1
+    entry.total_content_length += content_length
+
+
+def _log(self: StatsEntry, response_time: float | None, content_length: int) -> None:
+    """StatsEntry.log."""
+    log_in_entry(self, response_time, content_length, time.time())
+
+
+def _log_request(self: RequestStats, method: str, name: str, response_time: float | None,
+                 content_length: int) -> None:
+    """RequestStats.log_request: the total and the name's entry, with one reading of the clock."""
+    now = time.time()
+    log_in_entry(self.total, response_time, content_length, now)
+    log_in_entry(self.entries[(name, method)], response_time, content_length, now)
+
+
+def _add_listener(self: EventHook, handler):
+    """EventHook.add_listener: a new list, so that a firing under way keeps walking the one it started with."""
+    self._handlers = [*self._handlers, handler]
+    return handler
+
+
+def _remove_listener(self: EventHook, handler) -> None:
+    """EventHook.remove_listener: a new list, as _add_listener."""
+    handlers = list(self._handlers)
+    handlers.remove(handler)
+    self._handlers = handlers
+
+
+# What a listener may raise to stop a user, a test or a task: it goes to the user's loop, as in Locust's own fire.
+_PASSED_ON = (StopUser, StopTest, RescheduleTask, RescheduleTaskImmediately, InterruptTaskSet)
+
+
+def _fire(self: EventHook, *, reverse: bool = False, **kwargs) -> None:
+    """EventHook.fire, walking the list of listeners as it was when the firing started."""
+    for handler in self._handlers[::-1] if reverse else self._handlers:
+        try:
+            handler(**kwargs)
+        except _PASSED_ON:
+            raise
+        except Exception:
+            logging.error("Uncaught exception in event handler: \n%s", traceback.format_exc())
+            locust_log.unhandled_greenlet_exception = True
+
+
 TaskSet._sleep = _sleep_unless_yielded
+StatsEntry.log = _log
+RequestStats.log_request = _log_request
+EventHook.add_listener = _add_listener
+EventHook.remove_listener = _remove_listener
+EventHook.fire = _fire
