@@ -11,9 +11,11 @@ scripts/setup) runs with one Go processor (-cpus 1) pinned to CPU 1, as fast as 
 Then both run at half the rate held, vegeta paced, to compare Locust's p99 (from each request's slot) with vegeta's;
 and the Locust process's largest resident memory gives its memory per 1,000 pool users. Each run starts with vegeta
 paced at 4,000/s and benchmarks/steadiness.py on both CPUs, the host's noise: a p99 over 10 ms there, or a CPU
-slowed for longer than a late start, marks the run's figures as the host's ceiling. Each of --runs runs does all of
-that; the end prints min / median / max. No assertions: this prints figures and the ratio for docs/open-model.md
-("Per core").
+slowed for longer than a late start, marks the run's figures as the host's ceiling. Each run also measures the closed
+model on the same core (LeanHttpUser with CLOSED_USERS users and no wait, benchmarks/generators.py's way: requests
+over the generator's CPU seconds), so the open model's rate held over the closed model's per core is a ratio of one
+run on one host. Each of --runs runs does all of that; the end prints min / median / max. No assertions: this prints
+figures and both ratios for docs/open-model.md ("Per core").
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-from generators import GENERATOR_CPU, TARGET_CPU, Target, spread  # a sibling script: the same pinned nginx
+from generators import GENERATOR_CPU, TARGET_CPU, Measurement, Target, spread  # a sibling script: the same pinned nginx
+from generators import measure as closed_model
 from steadiness import Steadiness, slowest_ms
 from steadiness import measure as cpu_steadiness  # and the host's CPUs, checked the same way
 
@@ -43,9 +46,11 @@ from loadtest.runtime.processes import stop
 from loadtest.workload import arrival, scenarios
 
 DEFAULT_RATES = "2000,4000,6000,8000,10000,11000,12000,13000,14000,15000,16000,18000,20000"
-# vegeta's workers at half the rate, as many as its run as fast as it goes has: with one Go processor, its default 10
-# are often not back at the pacer's channel when a tick comes, so it starts one more per tick, each with a connection
-# of its own (2,384 connections for 8,000 requests at 4,000/s), whose SYNs the loopback then drops for seconds.
+# vegeta's workers when paced (the host check, half the rate held), as many as its run as fast as it goes has, and
+# no more: with one Go processor, its workers are often not back at the pacer's channel when a tick comes, so it
+# starts one more per tick, each with a connection of its own (2,384 connections for 8,000 requests at 4,000/s with
+# its default 10), and unbounded it collapses: at 16,000/s on one core it sent 397-474/s with a p99 of 8 s; held to
+# 64, 15,932-15,999/s with a p99 of 2.1-2.4 ms (2026-11-29, two runs each).
 VEGETA_WORKERS = 64
 LATE_MAX = 0.01
 # The host's own noise, checked before each run: vegeta paced at HOST_CHECK_RATE on the generator's core, and both
@@ -53,6 +58,7 @@ LATE_MAX = 0.01
 # a time stalls loopback answers as long and makes every open-model generator late, so the rate held is the host's
 # ceiling, not the generator's (docs/open-model.md has both days).
 HOST_CHECK_RATE, HOST_CHECK_S, HOST_QUIET_P99_MS = 4000, 5, 10.0
+CLOSED_USERS = 50  # the closed model's users: benchmarks/generators.py's default connections
 
 
 @dataclass
@@ -153,8 +159,12 @@ def main(argv: list[str] | None = None) -> int:
              "{:,.0f}"),
             ("vegeta as fast as it goes on 1 core, requests/s", [r.reference.achieved_rps for r in runs], "{:,.0f}"),
             ("ratio to vegeta's per-core rate", [r.best.offered / r.reference.achieved_rps for r in held], "{:.2f}"),
-            ("at half that rate, Locust's p99 from the slot minus vegeta's p99, ms",
-             [r.half.p99_ms - r.vegeta_half.p99_ms for r in held], "{:+.1f}"),
+            ("the closed model (LeanHttpUser) on the same core, requests/s a core",
+             [r.closed.rps_per_core for r in runs], "{:,.0f}"),
+            ("open model held / closed model a core, in the same run (a ratio inside the project: it holds from "
+             "host to host)", open_closed_ratios(runs), "{:.2f}"),
+            ("at half that rate, Locust's p99 from the slot minus vegeta's p99, ms (runs where vegeta sent its rate)",
+             [r.half.p99_ms - r.vegeta_half.p99_ms for r in held if r.vegeta_comparable], "{:+.1f}"),
             ("Locust's memory per 1,000 pool users at the held rate, MiB", [r.best.rss_per_1000_users for r in held],
              "{:.0f}")):
         print(f"  {what}: {spread(values, form)}")
@@ -169,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 class Run:
     best: Step | None  # the highest rate held
     reference: vegeta.Attack  # vegeta as fast as it goes
+    closed: Measurement | None = None  # the closed model on the same core
     half: Step | None = None  # Locust at half the rate held
     vegeta_half: vegeta.Attack | None = None  # vegeta paced at that rate
     host_p99_ms: float = 0.0  # vegeta's p99 at HOST_CHECK_RATE before the run
@@ -179,15 +190,27 @@ class Run:
         return slowest_ms(self.steadiness)
 
     @property
+    def vegeta_comparable(self) -> bool:
+        """vegeta sent the half rate: its p99 is a paced run's, comparable with Locust's at that rate."""
+        return bool(self.vegeta_half and checks.held(self.vegeta_half.offered_rps, self.vegeta_half.achieved_rps))
+
+    @property
     def noisy_host(self) -> bool:
         return self.host_p99_ms > HOST_QUIET_P99_MS or self.slowed_ms > verdict.LATE_MS
 
 
+def open_closed_ratios(runs: list[Run]) -> list[float]:
+    """Per run that held a rate and measured the closed model: the open model's rate held on one core over the
+    closed model's requests a core (the planner's arrival.CLOSED_SHARE)."""
+    return [r.best.offered / r.closed.rps_per_core for r in runs if r.best and r.closed and r.closed.rps_per_core]
+
+
 def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> Run:
-    """Climb the rates until one is not held; then vegeta's ceiling, and both at half the rate held."""
+    """Climb the rates until one is not held; then vegeta's ceiling, the closed model's rate a core, and Locust and
+    vegeta at half the rate held."""
     url = f"{target.url}/1kb"
     host_p99_ms = vegeta.attack(url, HOST_CHECK_RATE, HOST_CHECK_S, workers=VEGETA_WORKERS, cpus=1,
-                                pin=[GENERATOR_CPU]).p99_ms
+                                pin=[GENERATOR_CPU], max_workers=VEGETA_WORKERS).p99_ms
     steadiness = tuple(cpu_steadiness([TARGET_CPU, GENERATOR_CPU]))
     slowed_ms = slowest_ms(steadiness)
     print(f"the host's noise: vegeta's p99 at {HOST_CHECK_RATE:,}/s {host_p99_ms:.1f} ms "
@@ -207,12 +230,19 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
     run = Run(best, vegeta.max_rate(url, duration_s=step_s, cpus=1, workers=VEGETA_WORKERS, pin=[GENERATOR_CPU]),
               host_p99_ms=host_p99_ms, steadiness=steadiness)
     print(f"vegeta on 1 core, as fast as it goes: {run.reference.achieved_rps:,.0f} requests/s", flush=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    run.closed = closed_model("LeanHttpUser", target, CLOSED_USERS, step_s, workdir)
+    print(f"the closed model (LeanHttpUser, {CLOSED_USERS} users, no wait) on 1 core: "
+          f"{run.closed.rps_per_core:,.0f} requests/s a core", flush=True)
     if best is not None:
         half = best.offered / 2
         run.half = locust_step(target.url, half, step_s, workdir / f"half-{half:g}")
-        run.vegeta_half = vegeta.attack(url, half, step_s, workers=VEGETA_WORKERS, cpus=1, pin=[GENERATOR_CPU])
+        run.vegeta_half = vegeta.attack(url, half, step_s, workers=VEGETA_WORKERS, cpus=1, pin=[GENERATOR_CPU],
+                                        max_workers=VEGETA_WORKERS)
+        behind = "" if run.vegeta_comparable else \
+            f" (vegeta sent {run.vegeta_half.achieved_rps:,.0f}/s: behind its pace, not comparable)"
         print(f"at {half:,.0f}/s: p99 Locust {run.half.p99_ms:g} ms from the slot, vegeta {run.vegeta_half.p99_ms:.2f} "
-              "ms", flush=True)
+              f"ms{behind}", flush=True)
     return run
 
 

@@ -33,6 +33,7 @@ from steadiness import measure as cpu_steadiness  # a sibling script
 from loadtest_shared import checks
 
 from loadtest import paths
+from loadtest.errors import RunFailed
 from loadtest.runtime.cpu import cpu_seconds, process_tree
 from loadtest.runtime.locust import command as locust_command
 from loadtest.runtime.locust import with_plugin
@@ -160,7 +161,7 @@ def wait_until(condition, proc: subprocess.Popen, message: str) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not condition():
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(message)
+            raise RunFailed(message)
         time.sleep(0.1)
 
 
@@ -203,7 +204,7 @@ def measure(name: str, target: Target, connections: int, duration: float, workdi
         after = (time.monotonic(), target.requests(), cpu_seconds(generator), cpu_seconds(nginx),
                  busy_seconds(GENERATOR_CPU))
         if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited during the measurement; see {log.name}")
+            raise RunFailed(f"{name} exited during the measurement; see {log.name}")
     finally:
         stop(proc)
     elapsed, requests, gen_cpu, nginx_cpu, cpu1_busy = (a - b for a, b in zip(after, before))
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"run {run}/{args.runs}: measuring {name} ...", flush=True)
                 runs[-1].append(measure(name, target, args.connections, args.duration, workdir))
             print_table(runs[-1], args.connections, args.duration)
-    except RuntimeError as e:
+    except RunFailed as e:
         print(f"generators: {e}", file=sys.stderr)
         return checks.RUN_FAILED  # 4: the measurement could not be made (1 means a check failed)
     finally:

@@ -77,10 +77,11 @@ def rate_flag(rate: float) -> str:
 
 
 def attack(url: str, rate: float, duration_s: float, workers: int | None = None, cpus: int | None = None,
-           timeout_s: float = 10, pin: list[int] | None = None) -> Attack:
+           timeout_s: float = 10, pin: list[int] | None = None, max_workers: int | None = None) -> Attack:
     """`GET url` at `rate` requests/s for `duration_s`, keep-alive; `workers` is vegeta's initial worker count (it
-    adds more when they are all busy), `cpus` its GOMAXPROCS (default: every core), `pin` the CPUs it runs on."""
-    return _run(url, rate_flag(rate), rate, duration_s, workers, None, cpus, timeout_s, pin)
+    adds more when they are all busy, up to `max_workers`: unbounded by default), `cpus` its GOMAXPROCS (default:
+    every core), `pin` the CPUs it runs on."""
+    return _run(url, rate_flag(rate), rate, duration_s, workers, max_workers, cpus, timeout_s, pin)
 
 
 def max_rate(url: str, duration_s: float, cpus: int = 1, workers: int = 64, timeout_s: float = 10,

@@ -9,6 +9,7 @@ import pytest
 from helpers import wait_for
 
 from loadtest import paths
+from loadtest.runtime import vegeta
 from loadtest.runtime.processes import Processes, stop
 
 sys.path.insert(0, str(paths.HOME / "benchmarks"))
@@ -115,3 +116,16 @@ def test_the_generators_benchmark_holds_leanhttpuser_to_its_own_connection_loop_
 
     assert generators.own_loop_ratios([run(300, 1000), run(400, 1000), run(100, 0)]) == [0.6, 0.8]
     assert generators.own_loop_ratios([[generators.Measurement("wrk", 10, 1.0, 0.5, 0.0)]]) == []
+
+
+def test_the_arrival_benchmark_holds_the_open_model_to_the_closed_model_of_the_same_run():
+    held = arrival.Step(offered=6000, achieved=6000, late_share=0.0, p50_ms=1, p99_ms=2)
+    closed = generators.Measurement("LeanHttpUser", 5000, 0.5, 0.5, 0.0)  # half a core: 10,000 a core
+    runs = [arrival.Run(held, None, closed), arrival.Run(None, None, closed), arrival.Run(held, None, None),
+            arrival.Run(held, None, generators.Measurement("LeanHttpUser", 0, 0.0, 0.5, 0.0))]
+    assert arrival.open_closed_ratios(runs) == [0.6]  # a run that held nothing or measured no closed rate has none
+    # vegeta's p99 at half the rate is compared only when vegeta sent that rate (unbounded, it once sent 474 of 16,000).
+    paced = vegeta.Attack(offered_rps=3000, achieved_rps=2990, sent_rps=3000, requests=24000, success_ratio=1.0,
+                          mean_ms=1, p50_ms=1, p90_ms=1, p99_ms=2, max_ms=3)
+    assert arrival.Run(held, None, vegeta_half=paced).vegeta_comparable
+    assert not arrival.Run(held, None, vegeta_half=replace(paced, achieved_rps=474)).vegeta_comparable

@@ -97,7 +97,8 @@ MODULES = {"stats": locust_stats, "event": locust_event}
 def test_the_locust_code_a_change_replaces_is_still_the_same(module, cls, name):
     text = method_source(MODULES[module], cls, name)
     assert hashlib.sha256(text.encode()).hexdigest() == REPLACED[module, cls, name], (
-        f"Locust's {cls}.{name} changed: check plugin/loadtest_locust.py's change against it, then its hash here\n{text}")
+        f"Locust's {cls}.{name} changed: check plugin/loadtest_locust.py's change against it, then its hash "
+        f"here\n{text}")
 
 
 def test_the_statistics_are_logged_as_locusts_own_code_logs_them(monkeypatch):
