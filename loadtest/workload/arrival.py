@@ -21,9 +21,10 @@ from loadtest_shared import verdict
 POOL_S = 0.5
 FILE = "arrival.json"
 # What a worker core holds in the open model, as a share of what it sends in the closed one (the planner's per-core
-# figure in the open model): benchmarks/arrival.py held 16,000/s of keepalive_1kb on one core (the median of nine
-# runs, fewer than 1 % late starts) where `loadtest calibrate` measured 34,200/s closed on the same machine that hour
-# (the median of four runs; docs/open-model.md, "Per core").
+# figure in the open model): benchmarks/arrival.py, which measures both on the same core in each run, gave 0.43 /
+# 0.44 / 0.51 (keepalive_1kb, fewer than 1 % late starts; 30,000 / 30,000 / 34,000/s held against 66,856-69,186/s
+# closed) and 0.42 and at least 0.48 and 0.52 in a first session, chart 0.7.3 on 2026-11-29, the project's 2-core
+# VM (docs/open-model.md, "Per core").
 CLOSED_SHARE = 0.45
 
 
