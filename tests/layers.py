@@ -4,7 +4,7 @@ Each layer is its own pytest session, so a layer's clusters and processes are go
 session-wide fixture would keep the cluster layer's control plane up, idle noise, through the timing-sensitive
 dataplane and node layers). The cluster, journeys and faults layers start in the background, beside the unit and
 chart layers (their output printed whole when they end): the cluster layer mostly waits on its control planes and
-judges no timing (two sessions share its files, `OPTIONS`); the journeys are the README and docs as a user types
+judges no timing (three sessions share its files, `OPTIONS`); the journeys are the README and docs as a user types
 them, whose judged runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that
 is often busy with something else; the faults' runs are light (a few percent of a core) and judge events and counts,
 each against the run's own clock, not rates. The dataplane and node layers, which judge rates and CPU shares, then run one at a time with nothing
@@ -35,8 +35,10 @@ SLOWEST = 30
 IN_THE_BACKGROUND = ("cluster", "journeys", "faults")
 FIRST = ("unit", "chart")
 # A layer's own pytest options. The cluster layer's tests spend their time waiting on control planes (two whole
-# cron minutes in one of them), so two sessions share its test files, each with its own control plane.
-OPTIONS = {"cluster": ("-n", "2", "--dist", "loadfile")}
+# cron minutes in one of them), so three sessions share its test files, each with its own control plane; the
+# journeys' two shells (the newcomer's, the real node's) run side by side. Both bound the suite's first phase,
+# beside the foreground's unit and chart layers.
+OPTIONS = {"cluster": ("-n", "3", "--dist", "loadfile"), "journeys": ("-n", "2", "--dist", "load")}
 
 
 @dataclass

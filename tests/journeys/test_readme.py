@@ -2,8 +2,7 @@
 
 The shell blocks are read from README.md and docs/*.md themselves (in DOCS' order: the README's sections, then each
 topic in the order the README links them, then CONTRIBUTING.md), so the docs cannot drift from what is tested. They
-run in order in
-one shell session (what a block exports, the next one has), from a copy of the checkout, with a fresh
+run in order in one shell session (what a block exports, the next one has), from a copy of the checkout, with a fresh
 ${XDG_CACHE_HOME}: `scripts/local` sets that machine up as it would on a fresh one (apt finds its packages present,
 the venv and helm are built anew). Only two caches are the machine's, for speed: pip's (downloads and the wheels it
 built) and Go's (module downloads, GOMODCACHE, and compiled packages, GOCACHE). So every step of `scripts/local`
@@ -15,8 +14,9 @@ private mount namespace, so a command that needs one must say so.
 Each command either works (exit 0; a judged run may also say 3, generator-bound), or exits 2 with one line naming
 the set-up step it needs, and the README names that step in the paragraph above its block. The block that tries the
 chart on this machine (`loadtest cluster up --real-node`) runs as typed too, with the set-up it names (scripts/setup,
-scripts/install-node-tools: the suite's own cache, nothing hidden): a real node, helm install, helm test, a judged
-run, cluster down. Commands that need an EKS cluster, a container engine or the suite itself are listed, not run.
+scripts/install-node-tools: the suite's own cache, nothing hidden), in a shell of its own and a test of its own, beside
+the newcomer's: a real node, helm install, helm test, a judged run, cluster down. Commands that need an EKS cluster,
+a container engine or the suite itself are listed, not run.
 """
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def shell(state: Path, env: dict, mounts: str = ""):
 def machine(tmp_path_factory):
     """A copy of the checkout and two shells there: the newcomer's (a fresh cache, the extra tools hidden) and one
     with the full set-up (the suite's cache and tools) for the real-node block. Whatever happens, the real node the
-    block may have started is brought down."""
+    block may have started is brought down, by the session that ran it."""
     root = tmp_path_factory.mktemp("newcomer")
     home = root / "loadtest"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
@@ -167,19 +167,33 @@ def machine(tmp_path_factory):
               "PATH": f"{CACHE / 'loadtest' / 'bin'}:{env['PATH']}"}  # Go too: install-node-tools builds with it
     if "XDG_CACHE_HOME" in os.environ:
         set_up["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
-    full = shell(root / "set-up.env", set_up)
-    yield {"newcomer": shell(root / "newcomer.env", env, mounts), "set-up": full}
-    full("loadtest cluster down >/dev/null 2>&1 || true")
+    full, used = shell(root / "set-up.env", set_up), []
+
+    def set_up_shell(text: str) -> subprocess.CompletedProcess:
+        used.append(text)
+        return full(text)
+
+    yield {"newcomer": shell(root / "newcomer.env", env, mounts), "set-up": set_up_shell}
+    if used:  # only the session that ran the real-node block brings it down: the other's may run beside it
+        full("loadtest cluster down >/dev/null 2>&1 || true")
 
 
-def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(machine):
+# The newcomer's shell and the real node's: neither reads what the other set, so each is a test of its own, and the
+# layer runs the two side by side (tests/layers.py), each in its own session with its own copy of the machine.
+SHELLS = {"newcomer": False, "set-up": True}  # shell: whether it runs the real-node block's commands
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(machine, shell):
     ran, not_here = [], []
     for command in documented_commands():
+        if command.on_the_real_node != SHELLS[shell]:
+            continue
         if command.needs and not command.on_the_real_node:
             not_here.append(command)
             continue
         started = time.monotonic()
-        result = machine["set-up" if command.on_the_real_node else "newcomer"](command.text)
+        result = machine[shell](command.text)
         took = time.monotonic() - started
         out = result.stdout + result.stderr
         shown = f"{command.file} line {command.line}: {command.text}\nexit {result.returncode}\n{out[-3000:]}"
@@ -197,6 +211,7 @@ def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(mach
         print(f"{command.file}:{command.line:<4d}  exit {result.returncode}  {took:5.0f} s  {command.text[:100]}")
     for command in not_here:
         print(f"{command.file}:{command.line:<4d}  needs {command.needs}: not run here  {command.text[:80]}")
-    assert len(ran) >= 20, [c.text for c, _ in ran]
-    assert sum(code == 0 for _, code in ran) >= 18
-    assert sum(c.on_the_real_node for c, _ in ran) >= 8, "the real-node block did not run"
+    if SHELLS[shell]:
+        assert len(ran) >= 8, f"the real-node block did not run: {[c.text for c, _ in ran]}"
+    else:
+        assert len(ran) >= 20 and sum(code == 0 for _, code in ran) >= 18, [c.text for c, _ in ran]
