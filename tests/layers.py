@@ -36,9 +36,9 @@ IN_THE_BACKGROUND = ("cluster", "journeys", "faults")
 FIRST = ("unit", "chart")
 # A layer's own pytest options. The cluster layer's tests spend their time waiting on control planes (two whole
 # cron minutes in one of them), so three sessions share its test files, each with its own control plane; the
-# journeys' three walks through the docs (tests/journeys/test_readme.py) run side by side. Both bound the suite's
-# first phase, beside the foreground's unit and chart layers.
-OPTIONS = {"cluster": ("-n", "3", "--dist", "loadfile"), "journeys": ("-n", "3", "--dist", "load")}
+# journeys' two shells (the newcomer's, the real node's) run side by side. Both bound the suite's first phase,
+# beside the foreground's unit and chart layers.
+OPTIONS = {"cluster": ("-n", "3", "--dist", "loadfile"), "journeys": ("-n", "2", "--dist", "load")}
 
 
 @dataclass

@@ -2,8 +2,7 @@
 
 The shell blocks are read from README.md and docs/*.md themselves (in DOCS' order: the README's sections, then each
 topic in the order the README links them, then CONTRIBUTING.md), so the docs cannot drift from what is tested. They
-run in order in one shell session (what a block exports, the next one has), in two walks side by side (the second
-from docs/ci.md on, after the README's own commands: WALKS), each from a copy of the checkout, with a fresh
+run in order in one shell session (what a block exports, the next one has), from a copy of the checkout, with a fresh
 ${XDG_CACHE_HOME}: `scripts/local` sets that machine up as it would on a fresh one (apt finds its packages present,
 the venv and helm are built anew). Only two caches are the machine's, for speed: pip's (downloads and the wheels it
 built) and Go's (module downloads, GOMODCACHE, and compiled packages, GOCACHE). So every step of `scripts/local`
@@ -15,9 +14,9 @@ private mount namespace, so a command that needs one must say so.
 Each command either works (exit 0; a judged run may also say 3, generator-bound), or exits 2 with one line naming
 the set-up step it needs, and the README names that step in the paragraph above its block. The block that tries the
 chart on this machine (`loadtest cluster up --real-node`) runs as typed too, with the set-up it names (scripts/setup,
-scripts/install-node-tools: the suite's own cache, nothing hidden), in a shell of its own and a walk of its own,
-beside the newcomer's: a real node, helm install, helm test, a judged run, cluster down. Commands that need an EKS
-cluster, a container engine or the suite itself are listed, not run.
+scripts/install-node-tools: the suite's own cache, nothing hidden), in a shell of its own and a test of its own, beside
+the newcomer's: a real node, helm install, helm test, a judged run, cluster down. Commands that need an EKS cluster,
+a container engine or the suite itself are listed, not run.
 """
 from __future__ import annotations
 
@@ -134,7 +133,7 @@ def shell(state: Path, env: dict, mounts: str = ""):
     return run
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def machine(tmp_path_factory):
     """A copy of the checkout and two shells there: the newcomer's (a fresh cache, the extra tools hidden) and one
     with the full set-up (the suite's cache and tools) for the real-node block. Whatever happens, the real node the
@@ -179,40 +178,17 @@ def machine(tmp_path_factory):
         full("loadtest cluster down >/dev/null 2>&1 || true")
 
 
-# Three walks through the docs, each a test on a machine of its own, which the layer runs side by side
-# (tests/layers.py): the newcomer's, split in two at SECOND_WALK_FROM (the second starts with the README's own
-# commands, so its machine too is set up by the first command alone), and the real node's block with the full set-up.
-# No walk reads what another set.
-SECOND_WALK_FROM = "docs/ci.md"
-WALKS = ("newcomer-readme-to-sizing", "newcomer-ci-to-the-end", "real-node")
+# The newcomer's shell and the real node's: neither reads what the other set, so each is a test of its own, and the
+# layer runs the two side by side (tests/layers.py), each in its own session with its own copy of the machine.
+SHELLS = {"newcomer": False, "set-up": True}  # shell: whether it runs the real-node block's commands
 
 
-def walk_commands(walk: str) -> list[Command]:
-    """The documented commands a walk runs, in the docs' order."""
-    found = documented_commands()
-    files = list(dict.fromkeys(c.file for c in found))
-    second = files.index(SECOND_WALK_FROM)
-    if walk == "real-node":
-        return [c for c in found if c.on_the_real_node]
-    first_walk = walk == "newcomer-readme-to-sizing"
-    return [c for c in found if not c.on_the_real_node and (
-        c.file == "README.md" or (files.index(c.file) < second) == first_walk)]
-
-
-def test_the_walks_run_every_command_the_docs_hold_once_and_the_readmes_set_up_in_each():
-    walks = {walk: walk_commands(walk) for walk in WALKS}
-    outside_the_readme = [(c.file, c.line) for walk in walks.values() for c in walk if c.file != "README.md"]
-    assert sorted(outside_the_readme) == sorted({(c.file, c.line) for c in documented_commands()
-                                                 if c.file != "README.md"}), "a command in no walk or in two"
-    for walk in WALKS[:2]:
-        assert next(c for c in walks[walk] if not c.needs).text.startswith("scripts/local")
-
-
-@pytest.mark.parametrize("walk", WALKS)
-def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(machine, walk):
-    shell = "set-up" if walk == "real-node" else "newcomer"
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(machine, shell):
     ran, not_here = [], []
-    for command in walk_commands(walk):
+    for command in documented_commands():
+        if command.on_the_real_node != SHELLS[shell]:
+            continue
         if command.needs and not command.on_the_real_node:
             not_here.append(command)
             continue
@@ -235,7 +211,7 @@ def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(mach
         print(f"{command.file}:{command.line:<4d}  exit {result.returncode}  {took:5.0f} s  {command.text[:100]}")
     for command in not_here:
         print(f"{command.file}:{command.line:<4d}  needs {command.needs}: not run here  {command.text[:80]}")
-    if walk == "real-node":
+    if SHELLS[shell]:
         assert len(ran) >= 8, f"the real-node block did not run: {[c.text for c, _ in ran]}"
-    else:  # a few commands say 3 (generator-bound on 2 cores) or 2 (naming a set-up step), checked above
-        assert len(ran) >= 10 and sum(code == 0 for _, code in ran) >= len(ran) - 3, [(c.text, code) for c, code in ran]
+    else:
+        assert len(ran) >= 20 and sum(code == 0 for _, code in ran) >= 18, [c.text for c, _ in ran]
