@@ -55,18 +55,19 @@ def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
-def start(layer: Layer, junit: Path, output=None) -> subprocess.Popen:
-    """Start one layer's pytest session (its output to `output`, a file, or this terminal)."""
+def start(layer: Layer, junit: Path, output=None) -> threading.Thread:
+    """Start one layer's pytest session (its output to `output`, a file, or this terminal); the thread that stamps
+    its end."""
     print(f"\n===== layer {layer.name}{' (in the background)' if output else ''} =====", flush=True)
     layer.seconds = time.monotonic()
-    return subprocess.Popen([sys.executable, "-m", "pytest", "-m", layer.name, f"--junitxml={junit}",
-                             *OPTIONS.get(layer.name, ()), str(TESTS / layer.name)], cwd=TESTS.parent,
-                            stdout=output, stderr=output)
+    return stamp_the_end(layer, subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-m", layer.name, f"--junitxml={junit}", *OPTIONS.get(layer.name, ()),
+         str(TESTS / layer.name)], cwd=TESTS.parent, stdout=output, stderr=output))
 
 
 def stamp_the_end(layer: Layer, process: subprocess.Popen) -> threading.Thread:
-    """A thread that waits for a background layer's session and stamps its wall time when it ends, not when the suite
-    comes to wait for it (the background layers end one after another, and are waited for in a fixed order)."""
+    """A thread that waits for a layer's session and stamps its wall time when it ends, not when the suite comes to
+    wait for it (the background layers end one after another, and are waited for in a fixed order)."""
     def wait():
         layer.exit_code = process.wait()
         layer.seconds = time.monotonic() - layer.seconds
@@ -75,15 +76,9 @@ def stamp_the_end(layer: Layer, process: subprocess.Popen) -> threading.Thread:
     return thread
 
 
-def finish(layer: Layer, process: subprocess.Popen, junit: Path,
-           stamped: threading.Thread | None = None) -> list[tuple[float, str]]:
-    """Wait for a layer's session (or the thread stamping its end); fill in its figures; return (seconds, test id)
-    of each of its tests."""
-    if stamped:
-        stamped.join()
-    else:
-        layer.exit_code = process.wait()
-        layer.seconds = time.monotonic() - layer.seconds
+def finish(layer: Layer, ended: threading.Thread, junit: Path) -> list[tuple[float, str]]:
+    """Wait for a layer's session to end; fill in its figures; return (seconds, test id) of each of its tests."""
+    ended.join()
     if not junit.exists():  # pytest stopped before writing it (a usage error, an interrupt while collecting)
         return []
     cases = []
@@ -126,12 +121,11 @@ def main() -> int:
             background = {}
             for name in IN_THE_BACKGROUND:
                 log = (Path(reports) / f"{name}.log").open("w+")
-                process = start(layers[name], junit[name], log)
-                background[name] = (process, stamp_the_end(layers[name], process), log)
+                background[name] = (start(layers[name], junit[name], log), log)
 
             def wait_for_the_background():
-                for name, (process, stamped, log) in background.items():
-                    cases.extend(finish(layers[name], process, junit[name], stamped))
+                for name, (ended, log) in background.items():
+                    cases.extend(finish(layers[name], ended, junit[name]))
                     log.seek(0)
                     print(f"\n===== layer {name} (its output) =====\n{log.read()}", flush=True)
                 background.clear()
