@@ -35,27 +35,48 @@ def wait_for_namespace_deletion() -> bool:
 @contextlib.contextmanager
 def fresh_namespace(cluster, title: str, wait_for_deletion: bool):
     """A fresh namespace named after `title`, enforcing the restricted Pod Security Standard, as in production."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", title.lower()).strip("-")
-    # Namespace names stop at 63 characters; the hash keeps truncated parametrized names apart.
-    name = f"{slug[:54].rstrip('-')}-{hashlib.sha1(slug.encode()).hexdigest()[:8]}"
-    cluster.kubectl("create", "namespace", name)
-    cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
-    yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false", timeout=180)
+    with fresh_namespaces(cluster, [title], wait_for_deletion) as (name,):
+        yield name
+
+
+@contextlib.contextmanager
+def fresh_namespaces(cluster, titles: list[str], wait_for_deletion: bool):
+    """Fresh namespaces named after `titles` (as fresh_namespace's), deleted together."""
+    names = []
+    for title in titles:
+        slug = re.sub(r"[^a-z0-9-]+", "-", title.lower()).strip("-")
+        # Namespace names stop at 63 characters; the hash keeps truncated parametrized names apart.
+        name = f"{slug[:54].rstrip('-')}-{hashlib.sha1(slug.encode()).hexdigest()[:8]}"
+        cluster.kubectl("create", "namespace", name)
+        cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
+        names.append(name)
+    yield tuple(names)
+    for name in names:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", timeout=180)
     if wait_for_deletion:
-        # Its pods' graceful stops (up to their 30 s, 7-13 s a namespace on the real node) are not what a test
-        # measures: cut to a second. The namespace is terminating first, so no controller replaces them.
-        cluster.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=1", "--wait=false", timeout=60)
-        # What holds a node's CPU is the namespace's pods (a terminating namespace takes no new one): their end is
+        for name in names:
+            # Its pods' graceful stops (up to their 30 s, 7-13 s a namespace on the real node) are not what a test
+            # measures: cut to a second. The namespace is terminating first, so no controller replaces them.
+            cluster.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=1", "--wait=false", timeout=60)
+        # What holds a node's CPU is the namespaces' pods (a terminating namespace takes no new one): their end is
         # the condition, not the namespace controller's last sweep some seconds later.
-        wait_for(f"the pods of namespace {name} to be gone", lambda: not pods(cluster, name), 180,
-                 lambda: ", ".join(p["metadata"]["name"] for p in pods(cluster, name)))
+        for name in names:
+            wait_for(f"the pods of namespace {name} to be gone", lambda: not pods(cluster, name), 180,
+                     lambda: ", ".join(p["metadata"]["name"] for p in pods(cluster, name)))
 
 
 @pytest.fixture
 def namespace(cluster, request, wait_for_namespace_deletion) -> str:
     with fresh_namespace(cluster, request.node.name, wait_for_namespace_deletion) as name:
         yield name
+
+
+@pytest.fixture(scope="module")
+def module_namespace_pair(cluster, request, wait_for_namespace_deletion) -> tuple[str, str]:
+    """Two fresh namespaces for the tests of a module that share two releases (one run from both)."""
+    with fresh_namespaces(cluster, [f"{request.module.__name__}-{n}" for n in (1, 2)],
+                          wait_for_namespace_deletion) as names:
+        yield names
 
 
 @pytest.fixture(scope="module")

@@ -30,8 +30,9 @@ from loadtest_shared import checks, results
 
 from .. import paths, units
 from ..errors import RunFailed, UsageError
-from ..judging import compare, locuststats, runresult
-from ..runtime import localrun, release, releaserun
+from ..judging import compare, locuststats, regions as judged_regions, runresult
+from ..runtime import localrun, regionsrun, release, releaserun
+from ..workload import regions
 from . import local, types
 
 RUNS = Path("runs")
@@ -42,8 +43,11 @@ def print_outcomes(report: results.RunReport, files: dict[str, Path], out=print)
         out(f"  check            {outcome.describe()}")
     code = report.exit_code
     out(f"  exit code        {code}: {report.meaning}")
-    out(f"  results          {files['json'].parent} ({', '.join(p.name for p in files.values())}, "
-        "report.html, stats*.csv, series.csv)")
+    folder = files["json"].parent
+    regions = [f"{found['folder']}/" for found in (report.regions or {}).values()]
+    out(f"  results          {folder} ({', '.join(p.name for p in files.values())}, "
+        + (f"stats.json; each region's own in {', '.join(regions)})" if regions else
+           "report.html, stats*.csv, series.csv)"))
 
 
 def hold_to_baseline(report: results.RunReport, out: Path, say=print) -> None:
@@ -62,16 +66,19 @@ def hold_to_baseline(report: results.RunReport, out: Path, say=print) -> None:
 def run(args) -> int:
     if any(not text.strip() for text in args.check):
         raise UsageError("--check '': give a check such as 'p95<200ms', or leave --check out")
+    if args.release:
+        if args.arrival_rate:
+            raise UsageError("--arrival-rate with --release: a release's rate is its chart value; helm upgrade "
+                             f"{args.release[0]} charts/loadtest --reuse-values --set locust.load.arrivalRate="
+                             f"{args.arrival_rate:g} (in each release's context, its part of the rate), then "
+                             "loadtest run --release without --arrival-rate")
+        return run_release(args)
+    if args.share:
+        raise UsageError("--share with --local: shares split a run over several --release; a local run is one")
     judged = types.parse_checks(args.check)
     if any(not text.strip() for text in args.abort_on):
         raise UsageError("--abort-on '': give a condition such as 'fail_ratio>5%', or leave --abort-on out")
     aborts = types.parse_checks(args.abort_on, "--abort-on")
-    if args.release:
-        if args.arrival_rate:
-            raise UsageError("--arrival-rate with --release: a release's rate is its chart value; helm upgrade "
-                             f"{args.release} charts/loadtest --reuse-values --set locust.load.arrivalRate="
-                             f"{args.arrival_rate:g}, then loadtest run --release without --arrival-rate")
-        return run_release(args, judged)
     plan = local.prepare(args)
     conditions = {"scenario": plan.name, "target": args.host or plan.target, "users": str(plan.users),
                   "run time": f"{plan.run_time_s} s"}
@@ -149,7 +156,7 @@ def judged_run(out: Path, force: bool, conditions: dict[str, str], judged: list[
     return report.exit_code
 
 
-def run_release(args, judged: list[checks.Check]) -> int:
+def run_release(args) -> int:
     passed = types.given(args, LOCAL_ONLY)
     if passed:
         raise UsageError(f"{', '.join(passed)}: what runs is the release's (its values); these options are for "
@@ -157,21 +164,47 @@ def run_release(args, judged: list[checks.Check]) -> int:
     run_time_s = units.parse_duration_s(args.run_time)
     if run_time_s > 24 * 3600:
         raise UsageError(f"--run-time {args.run_time}: at most 24 h")
-    target = release.Release(args.release, args.namespace, Path(args.kubeconfig) if args.kubeconfig else None)
+    named = regions.parse_all(args.release)
+    shares = regions.parse_shares(args.share, named)
+    kubeconfig = Path(args.kubeconfig) if args.kubeconfig else None
+    releases = dict(zip((r.region for r in named), release.resolve(named, args.namespace, kubeconfig)))
+    if len(releases) == 1:
+        (target,) = releases.values()
+        return run_one_release(args, types.parse_checks(args.check), target, run_time_s)
+    whole, by_region = judged_regions.split_checks(args.check, list(releases))
+    judged = types.parse_checks(whole)
+    region_checks = {region: types.parse_checks(texts) for region, texts in by_region.items()}
 
+    def run_on_regions(out: Path) -> Ran:
+        several = regionsrun.run(releases, args.users, shares, args.spawn_rate, run_time_s, region_checks, out)
+        return Ran(several.report, stops=several.region_outcomes, show=show_release,
+                   invalid="the generator was the limit in a region (see its folder); add workers there or give each "
+                           "a whole core (helm upgrade --reuse-values --set locust.worker.cpu=1000m) and run again")
+
+    return judged_run(Path(args.output) if args.output else runresult.new_folder(RUNS, "regions"), args.force,
+                      {"regions": ", ".join(releases)}, judged, run_on_regions)
+
+
+def show_release(report: results.RunReport) -> None:
+    for note in report.notes:
+        print(f"  note             {note}")
+    for region, found in (report.regions or {}).items():
+        f = found["figures"] or {}
+        print(f"  region           {region}: {f.get('requests', 0):,} requests, {f.get('rps', 0):,.1f} RPS, p99 "
+              f"{f.get('p99_ms', '-')} ms, verdict {found['verdict'] or 'none'}, exit code {found['exit_code']}"
+              + (f"; LOST at {found['lost']['at_s']:.0f} s" if found["lost"] else ""))
+    if report.verdict:
+        print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
+
+
+def run_one_release(args, judged: list[checks.Check], target: release.Release, run_time_s: int) -> int:
     def run_on_release(out: Path) -> Ran:
-        def show(report: results.RunReport) -> None:
-            for note in report.notes:
-                print(f"  note             {note}")
-            if report.verdict:
-                print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
-
-        return Ran(releaserun.run(target, args.users, args.spawn_rate, run_time_s, out), show=show,
+        return Ran(releaserun.run(target, args.users, args.spawn_rate, run_time_s, out), show=show_release,
                    invalid="the generator was the limit; add workers or give each a whole core (helm upgrade "
                            "--reuse-values --set locust.worker.cpu=1000m) and run again")
 
-    return judged_run(Path(args.output) if args.output else runresult.new_folder(RUNS, args.release), args.force,
-                      {"release": f"{args.release} (namespace {args.namespace})"}, judged, run_on_release)
+    return judged_run(Path(args.output) if args.output else runresult.new_folder(RUNS, target.name), args.force,
+                      {"release": f"{target.name} (namespace {target.namespace})"}, judged, run_on_release)
 
 
 # Options of --local that a release sets in its values instead.
@@ -185,9 +218,15 @@ def register(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--local", action="store_true", help="run the whole stack on this machine (127.0.0.1)")
-    where.add_argument("--release", metavar="NAME", type=types.release_name,
-                       help="drive this installed release (locust.mode interactive) through port-forwards")
-    p.add_argument("--namespace", type=types.namespace, default="default", help="the release's namespace (default: default)")
+    where.add_argument("--release", metavar="[NAMESPACE/]NAME[@CONTEXT]", action="append", type=types.region,
+                       help="drive this installed release (locust.mode interactive) through port-forwards; repeat it "
+                            "for one run from several releases (regions), each in its kube context, started "
+                            "together and judged per region and as one (docs/regions.md)")
+    p.add_argument("--namespace", type=types.namespace,
+                   help="the releases' namespace where --release names none (default: the context's, else default)")
+    p.add_argument("--share", action="append", default=[], metavar="REGION=PERCENT",
+                   help="a region's share of the users (repeat it for every region, adding up to 100%%; default: "
+                        "split by each release's workers)")
     p.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig of the release's cluster (default: kubectl's)")
     local.add_run_arguments(p)
     p.add_argument("--check", action="append", default=[], metavar="CHECK",

@@ -14,6 +14,7 @@ from loadtest_shared import units as durations
 
 from .. import units
 from ..errors import UsageError
+from ..workload import regions
 
 # Helm's release names and Kubernetes namespaces: DNS-1123 (a release name at most 53 characters).
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -113,6 +114,7 @@ def kubernetes_name(what: str, longest: int):
 
 
 release_name = kubernetes_name("Helm release name", 53)
+region = checked(regions.parse)
 namespace = kubernetes_name("Kubernetes namespace", 63)
 
 

@@ -12,24 +12,56 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..errors import RunFailed
+from ..errors import RunFailed, UsageError
 from . import tools
 from .locustweb import CREDENTIALS_ENV
 
 PORT_FORWARD_TIMEOUT_S = 30
+CONTEXT_FLAG = {"kubectl": "--context", "helm": "--kube-context"}
 
 
 class ReleaseError(RunFailed):
     pass
 
 
+class ReleaseMissing(ReleaseError, UsageError):
+    """A release, or a kube context, that is not there: bad input (exit 2), nothing ran."""
+
+
+def contexts(kubeconfig: Path | None = None) -> dict[str, str | None]:
+    """The kube contexts of the kubeconfig (kubectl's own when None), each with its namespace (None: none set)."""
+    config = json.loads(tools.run("kubectl", "config", "view", "-o", "json",
+                                  *(("--kubeconfig", str(kubeconfig)) if kubeconfig else ()), error=ReleaseError))
+    return {c["name"]: (c.get("context") or {}).get("namespace") for c in config.get("contexts") or []}
+
+
+def resolve(regions, namespace: str | None, kubeconfig: Path | None = None) -> list["Release"]:
+    """The releases the user named (loadtest.workload.regions.Region), each with its namespace: its own, else
+    `namespace`, else its context's, else "default". A context the kubeconfig does not have is refused."""
+    known = contexts(kubeconfig) if any(r.context for r in regions) else {}
+    config = kubeconfig or "kubectl's kubeconfig"
+    found = []
+    for r in regions:
+        if r.context and r.context not in known:
+            raise ReleaseMissing(f"--release {r.name}@{r.context}: no kube context {r.context!r} in "
+                                 f"{config}; one of {', '.join(sorted(known)) or 'none'} "
+                                 "(kubectl config get-contexts)")
+        found.append(Release(r.name, r.namespace or namespace or (known.get(r.context) if r.context else None)
+                             or "default", kubeconfig, r.context))
+    return found
+
+
 class Release:
-    def __init__(self, name: str, namespace: str, kubeconfig: Path | None = None):
-        self.name, self.namespace, self.kubeconfig = name, namespace, kubeconfig
+    def __init__(self, name: str, namespace: str, kubeconfig: Path | None = None, context: str | None = None):
+        self.name, self.namespace, self.kubeconfig, self.context = name, namespace, kubeconfig, context
+
+    def where(self, tool: str) -> tuple[str, ...]:
+        """The flags that point `tool` at the release's cluster and namespace (helm names the context its own way)."""
+        return ("-n", self.namespace, *(("--kubeconfig", str(self.kubeconfig)) if self.kubeconfig else ()),
+                *((CONTEXT_FLAG[tool], self.context) if self.context else ()))
 
     def _run(self, tool: str, *args: str, timeout: float) -> str:
-        where = ("-n", self.namespace, *(("--kubeconfig", str(self.kubeconfig)) if self.kubeconfig else ()))
-        return tools.run(tool, *args, *where, timeout=timeout, error=ReleaseError, shown=2)
+        return tools.run(tool, *args, *self.where(tool), timeout=timeout, error=ReleaseError, shown=2)
 
     def helm(self, *args: str, timeout: float = 900) -> str:
         return self._run("helm", *args, timeout=timeout)
@@ -37,14 +69,18 @@ class Release:
     def kubectl(self, *args: str, timeout: float = 60) -> str:
         return self._run("kubectl", *args, timeout=timeout)
 
+    def __str__(self) -> str:
+        return f"release {self.name} (namespace {self.namespace}{f', context {self.context}' if self.context else ''})"
+
     def values(self) -> dict:
         """The release's values, defaults included (helm get values --all)."""
         try:
             return json.loads(self.helm("get", "values", self.name, "--all", "-o", "json") or "{}")
         except ReleaseError as e:
             if "not found" in str(e):
-                raise ReleaseError(f"no release {self.name!r} in namespace {self.namespace}: install it first, "
-                                   "or see `helm list -A`") from None
+                raise ReleaseMissing(f"no release {self.name!r} in namespace {self.namespace}"
+                                     f"{f' of context {self.context}' if self.context else ''}: install it first, "
+                                     "or see `helm list -A`") from None
             raise
 
     def labelled(self, kind: str, component: str, where=lambda obj: True) -> dict:
@@ -83,10 +119,8 @@ class Release:
         service = self.labelled("service", component,
                                 lambda svc: any(p["name"] == port_name for p in svc["spec"]["ports"]))
         (port,) = [p["port"] for p in service["spec"]["ports"] if p["name"] == port_name]
-        cmd = [tools.find("kubectl"), "port-forward", "-n", self.namespace, "--address", "127.0.0.1",
-               f"service/{service['metadata']['name']}", f":{port}"]
-        if self.kubeconfig:
-            cmd += ["--kubeconfig", str(self.kubeconfig)]
+        cmd = [tools.find("kubectl"), "port-forward", "--address", "127.0.0.1",
+               f"service/{service['metadata']['name']}", f":{port}", *self.where("kubectl")]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             yield f"http://127.0.0.1:{_forwarded_port(proc, service['metadata']['name'])}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest_shared import results, verdict
@@ -27,6 +28,7 @@ from .release import Release
 from .sweeper import live_line, measure
 
 WORKERS_TIMEOUT_S = 120
+USERS_PER_WORKER = 50  # users of a run that gives none: this times the release's workers
 PROGRESS_EVERY_S = 5
 STOP_TIMEOUT_S = 30
 RESET_MARGIN_S = 1  # between the statistics' reset and the first scrape the verdict's window counts from
@@ -43,34 +45,79 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
     """One bounded run on the release's workers, driven through its master's web UI: the swarm, its steady window
     (every user running, from Locust's reset of its statistics), Locust's files and the release's series collected
     into `out`, and the verdict the release's Prometheus gives."""
-    values = release.values()
-    workers = _workers(release, values.get("locust", {}))
-    users = users or 50 * workers
-    report = results.RunReport(_conditions(release, values.get("locust", {}), workers, users, spawn_rate, run_time_s),
-                               0, 0)
-    monitored = bool(values.get("monitoring", {}).get("enabled"))
     with contextlib.ExitStack() as stack:
-        progress(f"port-forwarding to release {release.name}'s Locust master"
-                 + (" and Prometheus" if monitored else ""))
-        web = LocustWeb(stack.enter_context(release.port_forward("locust-master", "web")), release.web_credentials())
-        prometheus = Prometheus(stack.enter_context(release.port_forward("prometheus", "http"))) if monitored \
-            else None
-        web.wait_workers(workers, WORKERS_TIMEOUT_S)
-        if (state := web.status()["state"]) in ("spawning", "running"):
-            raise RunFailed(f"release {release.name}'s master is {state}: someone else's run is going on; stop it "
-                            "in the web UI first")
-        started, steady_from = time.time(), None
+        opened = open_release(release, stack, progress)
+        users = users or USERS_PER_WORKER * opened.workers
+        report = results.RunReport(opened.conditions(users, spawn_rate, run_time_s), 0, 0)
         out.mkdir(parents=True, exist_ok=True)  # only now: a run refused before it started leaves no folder
+        started, steady_from = time.time(), None
         try:
-            steady_from = _swarm(web, users, spawn_rate, run_time_s, workers, progress)
+            opened.web.swarm(users, spawn_rate or users)
+            progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {opened.workers} worker(s), "
+                     f"{run_time_s} s")
+            steady_from = watch(opened.web, users, started + run_time_s, run_time_s, progress)
         finally:
             ended = time.time()
-            _stop(web, progress)
-            report.notes += _collect_locust_files(web, out)
-            if prometheus:
-                report.notes += _collect_series(prometheus, release.name, started, ended, out)
-        _judge(report, prometheus, release.name, started, steady_from, ended)
+            stop(opened.web, progress)
+            report.notes += opened.collect(started, ended, out)
+        judge(report, opened.prometheus, release.name, started, steady_from, ended)
     return report
+
+
+class MasterLost(LocustWebError):
+    """A release's master lost mid-run: it stopped answering (its pod gone, its port-forward or its cluster's API
+    lost), or answered as a new master (restarted)."""
+
+    def __init__(self, message: str, since: float):
+        super().__init__(message)
+        self.since = since  # unix time it was first seen lost
+
+
+@dataclass
+class Opened:
+    """A release ready to run: its master's web UI and its Prometheus (None without monitoring) through
+    port-forwards, its workers connected and its swarm idle."""
+
+    release: Release
+    locust: dict  # the release's locust values
+    web: LocustWeb
+    prometheus: Prometheus | None
+    workers: int
+
+    def conditions(self, users: int, spawn_rate: float, run_time_s: int) -> dict[str, str]:
+        locust = self.locust
+        return {
+            "release": f"{self.release.name} (namespace {self.release.namespace}"
+                       f"{f', context {self.release.context}' if self.release.context else ''})",
+            "scenario": locust.get("scenario", "?"), "target": locust.get("target", "?"),
+            "workers": f"{self.workers} at {locust.get('worker', {}).get('cpu')} each", "users": str(users),
+            "spawn rate": f"{spawn_rate or users:g}/s", "run time": f"{run_time_s} s",
+            "versions": f"chart {paths.chart_version(paths.CHART)}, Locust image {locust.get('image', {}).get('tag')}",
+        }
+
+    def collect(self, started: float, ended: float, out: Path) -> list[str]:
+        """Locust's files and the release's series into `out`; what could not be collected, and why."""
+        missing = _collect_locust_files(self.web, out)
+        if self.prometheus:
+            missing += _collect_series(self.prometheus, self.release.name, started, ended, out)
+        return missing
+
+
+def open_release(release: Release, stack: contextlib.ExitStack, progress=print) -> Opened:
+    """The release opened for a run (its port-forwards closed with `stack`), once it is one this command can drive:
+    interactive, with its workers connected and no swarm of someone else's going on."""
+    values = release.values()
+    locust = values.get("locust", {})
+    workers = _workers(release, locust)
+    monitored = bool(values.get("monitoring", {}).get("enabled"))
+    progress(f"port-forwarding to {release}'s Locust master" + (" and Prometheus" if monitored else ""))
+    web = LocustWeb(stack.enter_context(release.port_forward("locust-master", "web")), release.web_credentials())
+    prometheus = Prometheus(stack.enter_context(release.port_forward("prometheus", "http"))) if monitored else None
+    web.wait_workers(workers, WORKERS_TIMEOUT_S)
+    if (state := web.status()["state"]) in ("spawning", "running"):
+        raise RunFailed(f"{release}'s master is {state}: someone else's run is going on; stop it in the web UI "
+                        "first")
+    return Opened(release, locust, web, prometheus, workers)
 
 
 def _workers(release: Release, locust: dict) -> int:
@@ -88,38 +135,42 @@ def _workers(release: Release, locust: dict) -> int:
     return workers
 
 
-def _conditions(release: Release, locust: dict, workers: int, users: int, spawn_rate: float,
-                run_time_s: int) -> dict[str, str]:
-    return {
-        "release": f"{release.name} (namespace {release.namespace})",
-        "scenario": locust.get("scenario", "?"), "target": locust.get("target", "?"),
-        "workers": f"{workers} at {locust.get('worker', {}).get('cpu')} each", "users": str(users),
-        "spawn rate": f"{spawn_rate or users:g}/s", "run time": f"{run_time_s} s",
-        "versions": f"chart {paths.chart_version(paths.CHART)}, Locust image {locust.get('image', {}).get('tag')}",
-    }
-
-
-def _swarm(web: LocustWeb, users: int, spawn_rate: float, run_time_s: int, workers: int, progress) -> float | None:
-    """Start the swarm and watch it for `run_time_s`, progress every few seconds; reset Locust's statistics once
-    every user runs, and say when (None when they never all ran)."""
-    started, steady_from = time.time(), None
-    web.swarm(users, spawn_rate or users)
-    progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {workers} worker(s), {run_time_s} s")
-    last, rates = 0.0, PerSecond()
-    while (elapsed := time.time() - started) < run_time_s:
-        time.sleep(min(1.0, run_time_s - elapsed))
-        state = web.state()
+def watch(web: LocustWeb, users: int, deadline: float, run_time_s: int, progress, stopped=lambda: False,
+           seen=lambda entries: None, patience_s: float = 0) -> float | None:
+    """Watch a started swarm until `deadline` (or until `stopped()`), progress every few seconds; reset Locust's
+    statistics once every user runs, and say when (None when they never all ran). `seen` gets the statistics each
+    progress line reads. A master that does not answer for `patience_s` raises the LocustWebError it last gave."""
+    started, steady_from = deadline - run_time_s, None
+    last, rates, silent_since, began = 0.0, PerSecond(), None, False
+    while (left := deadline - time.time()) > 0 and not stopped():
+        time.sleep(min(1.0, left))
+        try:
+            state = web.state()
+        except LocustWebError as e:
+            silent_since = silent_since or time.time()
+            if time.time() - silent_since >= patience_s:
+                raise MasterLost(str(e), silent_since) from None
+            continue
+        if began and state["state"] == "ready":
+            # A master that is ready again has never run this swarm: it restarted (its container or pod replaced)
+            # and its run, statistics included, is gone.
+            raise MasterLost("its master restarted: it is ready for a new run, this one's statistics gone",
+                             silent_since or time.time())
+        silent_since, began = None, began or state["state"] in ("spawning", "running")
         if steady_from is None and state["state"] == "running" and state["user_count"] == users:
             # Locust's statistics from here on are the steady window's: what the checks judge.
             web.reset_stats()
             steady_from = time.time()
         if time.time() - last >= PROGRESS_EVERY_S:
             last = time.time()
-            progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web, rates)}")
+            progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web, rates, seen)}")
+    if silent_since is not None:  # silent at the end: the run cannot wait to learn whether it was slow or gone
+        raise MasterLost(f"its master did not answer at the run's end, for {time.time() - silent_since:.0f} s",
+                         silent_since)
     return steady_from
 
 
-def _judge(report: results.RunReport, prometheus: Prometheus | None, release: str, started: float,
+def judge(report: results.RunReport, prometheus: Prometheus | None, release: str, started: float,
            steady_from: float | None, ended: float) -> None:
     """The report's steady window, and the verdict and CPU figures the release's Prometheus gives over it (or why
     there are none, in its notes)."""
@@ -138,7 +189,7 @@ def _judge(report: results.RunReport, prometheus: Prometheus | None, release: st
         report.notes += [note] if note else []
 
 
-def _stop(web: LocustWeb, progress) -> None:
+def stop(web: LocustWeb, progress) -> None:
     try:
         web.stop()
         deadline = time.monotonic() + STOP_TIMEOUT_S

@@ -129,9 +129,7 @@ class PvcRuns:
 
     def _kubectl_stdin(self, text: str, *args: str) -> bytes:
         # Its own flags first: after `exec POD --`, every word is the container's command.
-        cmd = [tools.find("kubectl"), "-n", self.release.namespace]
-        if self.release.kubeconfig:
-            cmd += ["--kubeconfig", str(self.release.kubeconfig)]
+        cmd = [tools.find("kubectl"), *self.release.where("kubectl")]
         try:
             out = subprocess.run([*cmd, *args], input=text.encode(), capture_output=True, timeout=KUBECTL_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -383,12 +383,14 @@ class Sweeper:
                               f"{live_line(self.driver.locust, self.rates)}")
 
 
-def live_line(locust: LocustWeb, rates: PerSecond) -> str:
+def live_line(locust: LocustWeb, rates: PerSecond, seen=lambda entries: None) -> str:
     """Locust's live figures (locustweb.live_figures), the RPS from the per-second counts (`rates`, kept across calls)
-    and each worker's CPU from its last report."""
+    and each worker's CPU from its last report; `seen` gets the statistics read."""
     try:
         s = locust.status()
-        rates.count(locust.stats_entries())
+        entries = locust.stats_entries()
+        rates.count(entries)
+        seen(entries)
     except LocustWebError as e:
         return f"(no live figures: {e})"
     return live_figures(s, rates.live_rps(), [w.get("cpu_usage", 0) / 100 for w in s.get("workers", [])])

@@ -34,7 +34,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 DOCS = (README, *(REPO / "docs" / f"{topic}.md" for topic in (
-    "cluster", "scenarios", "sizing", "ci", "history", "open-model", "security", "own-test", "faults")),
+    "cluster", "scenarios", "sizing", "ci", "history", "open-model", "regions", "security", "own-test", "faults")),
         REPO / "CONTRIBUTING.md")
 FRONT_PAGE_LINES = 250
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))

@@ -44,9 +44,9 @@ NAMES = {"--node-type": "c5.mega", "--node-types": "c5.large,t9.huge", "--scenar
          "--set": "no-equals-sign", "--steps": "10,x,30", "--check": "p95 under 200ms", "--sweep": "cores",
          "--abort-on": "fail_ratio above 5%",
          "--target": "envoy", "--tls-mode": "mtls", "--baseline": "no-such-run", "--region": "Virginia",
-         "--cluster-name": "load_test"}
+         "--cluster-name": "load_test", "--share": "Virginia=60%", "--regions": "us-east-1,Virginia"}
 # Options of run and sweep that belong to --release: tried there, on a release named lt.
-RELEASE_ONLY = {"--release", "--namespace", "--kubeconfig", "--prometheus", "--locust", "--locust-auth-file", "--chart"}
+RELEASE_ONLY = {"--release", "--share", "--namespace", "--kubeconfig", "--prometheus", "--locust", "--locust-auth-file", "--chart"}
 PARSER = commands.build_parser()
 
 

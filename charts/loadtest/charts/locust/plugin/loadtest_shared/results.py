@@ -127,6 +127,9 @@ class RunReport:
     faults: dict | None = None  # what happened to the generator (loadtest_faults), and the target's count beside it
     offered_rps: float | None = None  # the open model's rate, which the run is held to (checks.rate_check)
     notes: list = field(default_factory=list)  # what could not be measured or collected, and why
+    # A run from several releases: each region's release, users, start, figures, verdict, exit code and loss, by
+    # region (its own folder holds its whole result); the report's own figures are the regions' merged.
+    regions: dict | None = None
 
     @property
     def generator_bound(self) -> bool:
@@ -161,7 +164,7 @@ class RunReport:
             "checks": [{"check": o.check.text, "measured": o.measured, "passed": o.passed} for o in self.outcomes],
             "figures": {name: {**asdict(f), "fail_ratio": f.fail_ratio} for name, f in self.figures.items()},
             "baseline": self.baseline.to_json() if self.baseline else None,
-            "faults": self.faults, "offered_rps": self.offered_rps, "notes": self.notes,
+            "faults": self.faults, "offered_rps": self.offered_rps, "notes": self.notes, "regions": self.regions,
         }
 
 
@@ -220,6 +223,21 @@ def faults_lines(faults: dict) -> list[str]:
     return lines + [""]
 
 
+def regions_lines(regions: dict) -> list[str]:
+    """summary.md's table of a several-release run's regions, each beside the whole (the table below it)."""
+    lines = ["| region | users | requests | RPS | p50 (ms) | p95 (ms) | p99 (ms) | verdict | exit code |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in regions.items():
+        f = r.get("figures") or {}
+        formats = {"requests": ",", "rps": ",.1f", "p50_ms": "g", "p95_ms": "g", "p99_ms": "g"}
+        cells = [format(f[k], shown) if k in f else "-" for k, shown in formats.items()]
+        lines.append(f"| {name} | {r['users']:,} | {' | '.join(cells)} | {r.get('verdict') or 'none'} | "
+                     f"{r['exit_code']} |")
+    lost = [f"LOST: region {name} at {r['lost']['at_s']:.0f} s: {r['lost']['cost']}"
+            for name, r in regions.items() if r.get("lost")]
+    return lines + [""] + ([*lost, ""] if lost else [])
+
+
 def summary(report: RunReport) -> str:
     code = report.exit_code
     lines = [f"# Load test run: {report.conditions.get('scenario', '')} against {report.conditions.get('target', '')}",
@@ -235,6 +253,8 @@ def summary(report: RunReport) -> str:
         lines += [f"Baseline: {report.baseline.describe()}", ""]
     if report.faults:
         lines += faults_lines(report.faults)
+    if report.regions:
+        lines += regions_lines(report.regions)
     if report.outcomes:
         lines += ["| check | measured | result |", "|---|---|---|"]
         lines += [f"| `{o.check.text}` | {'-' if o.measured is None else checks.show(o.check.metric, o.measured)} | "

@@ -1,0 +1,66 @@
+"""A run from several releases judged as one and per region: the regions' statistics merged exactly, a region's
+checks, and the verdict of the whole.
+
+Percentiles are never averaged: every region's master keeps Locust's count of requests per rounded response time
+(its --json-file entries), and the whole run's entries are the regions' side by side, so the whole's percentiles are
+Locust's own over the union of the regions' requests (loadtest_shared.checks.from_entries), within Locust's rounding
+of each response time and nothing more.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from loadtest_shared import checks, verdict
+
+from ..errors import UsageError
+
+# `us-east-1:p99<300ms`: a check on one region. The region is what comes before the last ':' outside a request name
+# (an EKS context, an ARN, holds ':' of its own; a request name in brackets may too).
+REGION_CHECK = re.compile(r"^\s*(?P<region>[^\[\]\s]+):(?P<check>[^:]+(?:\[.*)?)$")
+
+
+def split_checks(texts: list[str], regions: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The checks on the whole run, and each region's (given as REGION:CHECK), as texts of the check language."""
+    whole: list[str] = []
+    per_region: dict[str, list[str]] = {region: [] for region in regions}
+    for text in texts:
+        for part in checks.SEPARATOR.split(text):
+            found = REGION_CHECK.match(part)
+            if not found:
+                whole += [part] if part.strip() else []
+                continue
+            region = found.group("region")
+            if region not in per_region:
+                raise UsageError(f"--check {part.strip()!r}: no region {region!r} in this run; one of "
+                                 f"{', '.join(regions) or 'none (a check names a region only when the run has several)'}")
+            per_region[region].append(found.group("check"))
+    return whole, per_region
+
+
+def region_outcomes(region: str, judged: list[checks.Check], figures: dict) -> list[checks.Outcome]:
+    """A region's checks judged on its own figures, each named with its region as the user gave it."""
+    return [replace(o, check=replace(o.check, text=f"{region}:{o.check.text}"))
+            for o in checks.judge(judged, figures)]
+
+
+def merged_entries(by_region: dict[str, list[dict]]) -> list[dict]:
+    """The whole run's statistics: every region's entries (Locust's --json-file format) side by side. Figures read
+    from them (checks.from_entries) add the regions' counts per request name and per response time."""
+    return [entry for entries in by_region.values() for entry in entries]
+
+
+def combined(verdicts: dict[str, verdict.Verdict | None]) -> tuple[verdict.Verdict | None, str | None]:
+    """The whole run's verdict from its regions': the generator was the limit if it was in any region (that
+    region's figures are its generator's, and so are the whole's), else the target if it was in any region; a region
+    without a verdict leaves the whole unjudged (never taken as healthy). Returns the verdict, or None and why."""
+    unjudged = [region for region, v in verdicts.items() if v is None]
+    if unjudged:
+        return None, f"no verdict for the whole run: {', '.join(unjudged)} had none (see its folder)"
+    for kind in (verdict.GENERATOR_BOUND, verdict.TARGET_BOUND, verdict.NOT_GENERATOR_BOUND):
+        limited = {region: v for region, v in verdicts.items() if v.kind == kind}
+        if limited:
+            first = next(iter(limited.values()))
+            return verdict.Verdict(kind, "; ".join(f"{r}: {v.reason}" for r, v in limited.items()), first.cause), None
+    first = next(iter(verdicts.values()))
+    return verdict.Verdict(verdict.HEALTHY, f"every region healthy ({', '.join(verdicts)})", first.cause), None

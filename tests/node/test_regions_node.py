@@ -1,0 +1,186 @@
+"""Issue #57 on the real node: one `loadtest run` from two releases, each in its own kube context, as a user runs one
+test from two regions.
+
+What is honest here and what is not: the two "regions" are two namespaces of this machine's one cluster, reached
+through two kube contexts of one kubeconfig (each context with its namespace, as `aws eks update-kubeconfig` gives
+one a cluster). The command cannot tell them from two clusters: each release is opened through its own context
+(helm, kubectl and the port-forwards), started at the barrier, watched, stopped, collected and judged on its own
+Prometheus. What two real regions add, network distance to their API servers, is not here; the start skew
+printed is this machine's.
+
+The first run is whole: both began within a second; the whole's p99 is Locust's own over the union of both regions'
+requests (Locust's StatsEntry merging the regions' own statistics, as their masters gave them); the requests the
+workers sent, by their own never-reset count, are the backends' own counts; a check on one region and one on the
+whole are judged. The second run loses a region: its master's process is killed mid-run, and the run names that
+region lost, when, and what it cost, the other region's part whole.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from conftest import container_processes, install, master, pod_ip, wait_ready
+from helpers import wait_for_line
+from interrupt import sigint_restored
+from locust.stats import StatsEntry
+
+from loadtest_shared import checks
+
+from loadtest.runtime import http_client, tools
+from loadtest.runtime.cluster import pods
+
+REGIONS = ("region-a", "region-b")
+USERS = 20  # 10 a region: split by the releases' workers, one each
+WAIT_S = 0.05  # each user's pause between requests: about 200 RPS a region, light for a 300m worker
+RUN_S = 20  # four of the node layer's 5 s scrapes after the statistics' reset: a verdict in each region
+LOST_RUN_S = 15  # a region's master killed at its second live line, some 6 s in
+
+
+@pytest.fixture(scope="module")
+def regions(cluster, helm, tmp_path_factory, module_namespace_pair):
+    """Two releases, `lt` in two namespaces, and a kubeconfig whose two contexts each point at one of them."""
+    for namespace in module_namespace_pair:
+        # Small, so that two releases fit on the node's two CPUs beside each other.
+        install(helm, namespace, "--set", "locust.worker.cpu=300m",
+                "--set", "locust.master.resources.requests.cpu=50m",
+                "--set", "monitoring.prometheus.resources.requests.cpu=50m",
+                "--set", "locust.extraEnv[0].name=LOADTEST_WAIT", "--set-string", f"locust.extraEnv[0].value={WAIT_S}")
+    for namespace in module_namespace_pair:
+        wait_ready(cluster, namespace)
+    kubeconfig = tmp_path_factory.mktemp("regions") / "kubeconfig"
+    kubeconfig.write_text(cluster.kubeconfig.read_text())
+    config = json.loads(tools.run("kubectl", "config", "view", "-o", "json", "--kubeconfig", str(kubeconfig)))
+    (context,) = config["contexts"]
+    for region, namespace in zip(REGIONS, module_namespace_pair):
+        tools.run("kubectl", "config", "set-context", region, "--kubeconfig", str(kubeconfig),
+                  f"--cluster={context['context']['cluster']}", f"--user={context['context']['user']}",
+                  f"--namespace={namespace}")
+    return {"kubeconfig": kubeconfig, "namespaces": dict(zip(REGIONS, module_namespace_pair))}
+
+
+def loadtest_run(kubeconfig, out, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("LOADTEST_LOCUST_AUTH", None)  # each region's credentials come from its release's Secret
+    return subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--release", f"lt@{REGIONS[0]}",
+                             "--release", f"lt@{REGIONS[1]}", "--kubeconfig", str(kubeconfig), "--output", str(out),
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=sigint_restored)
+
+
+def workers_sent(cluster, namespace: str) -> float:
+    """What the release's workers sent over the run, by their own count, never reset (the master's
+    locust_worker_requests_total, behind its web UI's password; the statistics Locust resets once every user runs
+    are not)."""
+    web = master(cluster, namespace)
+    text = http_client.fetch(f"{web.url}/metrics", headers=web.headers, timeout=10).decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("locust_worker_requests_total"))
+
+
+def backend_served(cluster, namespace: str) -> int:
+    """nginx's own count of the requests it took (stub_status), the kubelet's probes and these reads included."""
+    with urllib.request.urlopen(f"http://{pod_ip(cluster, namespace, 'backend')}:8080/stub_status",
+                                timeout=10) as response:
+        return int(response.read().decode().split("\n")[2].split()[2])
+
+
+def probes_within(seconds: float) -> int:
+    """The kubelet's readiness probes of the backend (every 5 s) and this test's reads over `seconds`: the most the
+    backend's count can hold beside the workers' requests."""
+    return int(seconds / 5) + 4
+
+
+def union_p(folders, fraction: float) -> float:
+    """Locust's own percentile over every request of the regions' statistics (their stats.json, Locust's
+    --json-file entries as each master gave them), merged by Locust's StatsEntry."""
+    union = StatsEntry(None, "Aggregated", "", use_response_times_cache=False)
+    for folder in folders:
+        for entry in json.loads((folder / "stats.json").read_text()):
+            # JSON keeps no integer keys: Locust's response-time counts are by whole milliseconds.
+            entry["response_times"] = {int(ms): n for ms, n in entry["response_times"].items()}
+            union.extend(StatsEntry.unserialize(entry, None))
+    return union.get_response_time_percentile(fraction)
+
+
+def test_two_regions_start_together_and_are_judged_each_and_as_one(cluster, regions, tmp_path):
+    namespaces = regions["namespaces"]
+    served_before = {r: backend_served(cluster, ns) for r, ns in namespaces.items()}
+    out = tmp_path / "run"
+    proc = loadtest_run(regions["kubeconfig"], out, "--users", str(USERS), "--run-time", f"{RUN_S}s",
+                        "--check", "fail_ratio<1%", "--check", f"{REGIONS[0]}:p99<2s",
+                        "--check", f"{REGIONS[1]}:rps>=10")
+    output, _ = proc.communicate(timeout=300)
+    print(output)
+    result = json.loads((out / "result.json").read_text())
+    whole = result["figures"]["Aggregated"]
+    by_region = result["regions"]
+    # Started together: every start sent after the barrier and answered within a second of the first.
+    sent = [r["start_sent"] for r in by_region.values()]
+    answered = [r["start_acknowledged"] for r in by_region.values()]
+    skew = max(answered) - min(sent)
+    print(f"start skew (first sent to last answered): {skew * 1000:.0f} ms")
+    assert skew < 1.0
+    assert float(result["conditions"]["start skew"].split()[0]) == pytest.approx(skew, abs=0.001)
+    assert re.search(r"^all 2 regions started within \d+ ms", output, re.MULTILINE), output
+    # The load split by the releases' workers (one each), every region's run whole.
+    assert {r: v["users"] for r, v in by_region.items()} == {REGIONS[0]: USERS // 2, REGIONS[1]: USERS // 2}
+    assert result["complete"] and all(v["lost"] is None for v in by_region.values()), result["incomplete"]
+    folders = [out / v["folder"] for v in by_region.values()]
+    for folder in folders:
+        region = json.loads((folder / "result.json").read_text())
+        assert region["complete"] and region["verdict"], region
+        assert {"report.html", "stats.json", "series.csv", "checks.xml", "summary.md"} <= {
+            p.name for p in folder.iterdir()}
+    # The whole's percentiles are Locust's own over the union of both regions' requests.
+    for name, fraction in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
+        assert whole["percentiles_ms"][str(fraction)] == union_p(folders, fraction), name
+    regions_requests = [json.loads((f / "result.json").read_text())["figures"]["Aggregated"]["requests"]
+                        for f in folders]
+    assert whole["requests"] == sum(regions_requests) > 1000
+    # What the workers sent over the run, by their own count, is what the backends counted (their probes aside).
+    sent_by_workers = sum(workers_sent(cluster, ns) for ns in namespaces.values())
+    served = sum(backend_served(cluster, ns) - served_before[r] for r, ns in namespaces.items())
+    print(f"the workers sent {sent_by_workers:.0f}, the backends served {served} (probes included)")
+    assert sent_by_workers <= served <= sent_by_workers + 2 * probes_within(RUN_S + 60)
+    # A check on the whole and one on each region, each judged on its own figures.
+    judged = {c["check"]: c for c in result["checks"]}
+    assert set(judged) == {"fail_ratio<1%", f"{REGIONS[0]}:p99<2s", f"{REGIONS[1]}:rps>=10"}
+    region_a = json.loads((folders[0] / "result.json").read_text())["figures"]["Aggregated"]
+    assert judged[f"{REGIONS[0]}:p99<2s"]["measured"] == region_a["percentiles_ms"]["0.99"]
+    assert judged["fail_ratio<1%"]["measured"] == whole["failures"] / whole["requests"]
+    # The whole's verdict is a region's, the generator's limit wherever it was one.
+    verdicts = [v["verdict"] for v in by_region.values()]
+    generator_bound = "generator-bound" in verdicts
+    assert result["verdict"]["kind"] in verdicts and (result["verdict"]["kind"] == "generator-bound") == generator_bound
+    assert proc.returncode == (checks.INVALID if generator_bound else checks.PASSED), output
+    assert f"region           {REGIONS[0]}:" in output and f"region           {REGIONS[1]}:" in output
+
+
+def test_a_region_whose_master_is_killed_is_named_lost_and_the_other_goes_on(cluster, regions, tmp_path):
+    namespaces = regions["namespaces"]
+    out = tmp_path / "run"
+    proc = loadtest_run(regions["kubeconfig"], out, "--users", str(USERS), "--run-time", f"{LOST_RUN_S}s")
+    for _ in range(2):  # region-b's second live line: its swarm has run some seconds
+        wait_for_line(proc, f"[{REGIONS[1]}]   ", 120)
+    [pod] = pods(cluster, namespaces[REGIONS[1]], "app.kubernetes.io/component=locust-master")
+    [master] = container_processes(pod["metadata"]["uid"], "--master")
+    master.kill()
+    output, _ = proc.communicate(timeout=300)
+    print(output)
+    result = json.loads((out / "result.json").read_text())
+    lost = result["regions"][REGIONS[1]]["lost"]
+    assert proc.returncode == checks.RUN_FAILED, output
+    assert not result["complete"] and f"region {REGIONS[1]} lost at" in result["incomplete"], result["incomplete"]
+    assert lost and 3 <= lost["at_s"] <= LOST_RUN_S and f"of {LOST_RUN_S} s of load" in lost["cost"], lost
+    assert f"LOST: region {REGIONS[1]}" in (out / "summary.md").read_text()
+    # The other region ran to its end and was judged as any.
+    other = json.loads((out / result["regions"][REGIONS[0]]["folder"] / "result.json").read_text())
+    assert other["complete"] and other["figures"]["Aggregated"]["requests"] > 300, other
+    assert result["figures"]["Aggregated"]["requests"] >= other["figures"]["Aggregated"]["requests"]
+    # The lost region's master came back as a new one, idle: nothing of the run is left loading.
+    wait_ready(cluster, namespaces[REGIONS[1]])

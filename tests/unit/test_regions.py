@@ -1,0 +1,224 @@
+"""One run from several releases (#57), its pure parts: how releases and shares are named and refused, how the
+users are split, how checks name a region, how the regions' verdicts make the whole's, and that the whole's
+percentiles are Locust's own over the union of the regions' requests (Locust's StatsEntry merging the same
+requests, not this project's code)."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import yaml
+from helpers import cli
+from locust.stats import StatsEntry
+from loadtest_shared import checks, results, verdict
+
+from loadtest.errors import UsageError
+from loadtest.judging import regions as judged
+from loadtest.workload import regions
+
+
+def test_a_release_is_named_with_its_namespace_and_context():
+    assert regions.parse("lt") == regions.Region("lt", None, None)
+    assert regions.parse("lt@us-east-1").region == "us-east-1"
+    found = regions.parse("loadtest/lt@arn:aws:eks:eu-west-1:123456789012:cluster/lt")
+    assert (found.namespace, found.name, found.region) == ("loadtest", "lt", "arn:aws:eks:eu-west-1:123456789012:cluster/lt")
+    assert regions.parse("loadtest/lt").region == "loadtest/lt"
+    assert regions.folder_name("loadtest/lt") == "loadtest-lt"
+
+
+@pytest.mark.parametrize("text", ["", "LT", "lt@", "a/b/c", "lt@x@y", "-lt", "lt@us east", "lt@a=b", "x" * 54])
+def test_a_malformed_release_is_refused_naming_the_form(text):
+    with pytest.raises(UsageError, match=r"Helm release name"):
+        regions.parse(text)
+
+
+@pytest.mark.parametrize("texts, says", [
+    (["lt@a", "lt@a"], "the same release as --release lt@a"),
+    (["ns/lt@a", "ns/lt@a"], "the same release"),
+    (["lt@a", "other@a"], "both region 'a'"),
+    (["ns/lt", "ns/lt@b", "ns/lt"], "the same release"),
+])
+def test_a_release_or_a_region_named_twice_is_refused(texts, says):
+    with pytest.raises(UsageError, match=says):
+        regions.parse_all(texts)
+
+
+TWO = regions.parse_all(["lt@us-east-1", "lt@eu-west-1"])
+
+
+@pytest.mark.parametrize("texts, says", [
+    (["us-east-1=60%", "eu-west-1=30%"], r"add up to 90.00%, not 100%; us-east-1=66.67%, eu-west-1=33.33% would"),
+    (["us-east-1=60%"], "no share for eu-west-1"),
+    (["us-east-1=60%", "ap-south-1=40%"], "no region 'ap-south-1' in this run; one of us-east-1, eu-west-1"),
+    (["us-east-1=60%", "us-east-1=40%"], "has a share already"),
+    (["us-east-1=0%", "eu-west-1=100%"], "a percentage above 0"),
+    (["us-east-1=lots", "eu-west-1=40%"], "a percentage above 0"),
+    (["us-east-1", "eu-west-1=40%"], "give REGION=PERCENT, e.g. us-east-1=50%"),
+])
+def test_shares_that_do_not_add_up_or_name_no_region_are_refused(texts, says):
+    with pytest.raises(UsageError, match=says.replace("(", r"\(")):
+        regions.parse_shares(texts, TWO)
+
+
+def test_shares_are_fractions_and_one_release_takes_none():
+    assert regions.parse_shares(["us-east-1=60", "eu-west-1=40%"], TWO) == {"us-east-1": 0.6, "eu-west-1": 0.4}
+    assert regions.parse_shares([], TWO) is None
+    with pytest.raises(UsageError, match="two --release or more"):
+        regions.parse_shares(["lt=100%"], regions.parse_all(["lt"]))
+
+
+@pytest.mark.parametrize("total, weights, parts", [
+    (100, {"a": 3, "b": 1}, {"a": 75, "b": 25}),
+    (10, {"a": 1, "b": 1, "c": 1}, {"a": 4, "b": 3, "c": 3}),
+    (7, {"a": 0.6, "b": 0.4}, {"a": 4, "b": 3}),
+    (1, {"a": 1, "b": 1}, {"a": 1, "b": 0}),
+])
+def test_users_are_split_in_proportion_and_add_up(total, weights, parts):
+    assert regions.split(total, weights) == parts
+
+
+def test_any_split_adds_up_to_the_total():
+    rng = random.Random(57)
+    for _ in range(500):
+        weights = {f"r{i}": rng.uniform(0.01, 10) for i in range(rng.randint(2, 6))}
+        total = rng.randint(1, 100_000)
+        parts = regions.split(total, weights)
+        assert sum(parts.values()) == total
+        assert all(abs(parts[r] - total * w / sum(weights.values())) < 1 for r, w in weights.items())
+
+
+def test_the_split_is_by_shares_when_given_else_by_workers():
+    assert regions.weights(None, {"a": 3, "b": 1}) == {"a": 3.0, "b": 1.0}
+    assert regions.weights({"a": 0.5, "b": 0.5}, {"a": 3, "b": 1}) == {"a": 0.5, "b": 0.5}
+
+
+def test_a_check_names_its_region_before_a_colon():
+    whole, by_region = judged.split_checks(
+        ["p99<300ms", "us-east-1:p95<200ms, eu-west-1:fail_ratio<1%", "p99[/a:b]<1s"], ["us-east-1", "eu-west-1"])
+    assert [w.strip() for w in whole] == ["p99<300ms", "p99[/a:b]<1s"]
+    assert by_region == {"us-east-1": ["p95<200ms"], "eu-west-1": ["fail_ratio<1%"]}
+    with pytest.raises(UsageError, match="no region 'ap-south-1' in this run; one of us-east-1, eu-west-1"):
+        judged.split_checks(["ap-south-1:p99<1s"], ["us-east-1", "eu-west-1"])
+    arn = "arn:aws:eks:us-east-1:123456789012:cluster/lt"
+    assert judged.split_checks([f"{arn}:p99[/a:b]<1s"], [arn]) == ([], {arn: ["p99[/a:b]<1s"]})
+
+
+def test_a_regions_outcome_is_named_with_its_region():
+    figures = checks.from_entries([entry("/", {10: 999, 200: 1})])
+    (outcome,) = judged.region_outcomes("eu-west-1", checks.parse_all(["p99<100ms"]), figures)
+    assert outcome.check.text == "eu-west-1:p99<100ms" and outcome.measured == 10 and outcome.passed
+
+
+V = {kind: verdict.Verdict(kind, f"{kind} because", "cause") for kind in verdict.KINDS}
+
+
+@pytest.mark.parametrize("by_region, kind", [
+    ({"a": V["healthy"], "b": V["healthy"]}, "healthy"),
+    ({"a": V["healthy"], "b": V["target-bound"]}, "target-bound"),
+    ({"a": V["target-bound"], "b": V["generator-bound"]}, "generator-bound"),
+    ({"a": V["healthy"], "b": V["not generator-bound"]}, "not generator-bound"),
+    ({"a": V["generator-bound"], "b": None}, None),
+    ({"a": None, "b": V["healthy"]}, None),
+])
+def test_the_wholes_verdict_is_the_most_limiting_regions_and_none_where_a_region_has_none(by_region, kind):
+    found, why = judged.combined(by_region)
+    assert (found.kind if found else None) == kind
+    if kind is None:
+        assert why.startswith("no verdict for the whole run: ") and found is None
+    else:
+        limited = [r for r, v in by_region.items() if v.kind == kind]
+        assert all(f"{r}: " in found.reason for r in limited) or kind == "healthy"
+
+
+def entry(name: str, times_ms: dict[int, int], start: float = 1000.0, seconds: float = 30.0) -> dict:
+    """One request name's statistics as Locust serializes them (its --json-file), with these response times."""
+    e = StatsEntry(None, name, "GET", use_response_times_cache=False)
+    e.start_time = start
+    for ms, count in times_ms.items():
+        for _ in range(count):
+            e.num_requests += 1
+            e._log_response_time(ms)
+            e.total_response_time += ms
+            e.max_response_time = max(e.max_response_time, ms)
+    e.last_request_timestamp = start + seconds
+    return e.serialize()
+
+
+def test_the_wholes_percentiles_are_locusts_own_over_the_union_of_the_regions_requests():
+    rng = random.Random(57)
+    for _ in range(40):
+        by_region = {region: [entry(name, {rng.choice([1, 3, 12, 57, 140, 980, 1230, 4100]): rng.randint(1, 400)
+                                           for _ in range(rng.randint(1, 6))}, start=1000 + rng.random())
+                              for name in rng.sample(["/", "/a", "/b"], rng.randint(1, 3))]
+                     for region in ("us-east-1", "eu-west-1", "ap-south-1")[:rng.randint(2, 3)]}
+        merged = checks.from_entries(judged.merged_entries(by_region))
+        # Locust's own: every entry of every region unserialized and extended into one (StatsEntry.extend adds the
+        # response-time counts), then its percentile.
+        union = StatsEntry(None, "Aggregated", "", use_response_times_cache=False)
+        for entries in by_region.values():
+            for e in entries:
+                union.extend(StatsEntry.unserialize(e, None))
+        total = merged[checks.AGGREGATED]
+        assert total.requests == union.num_requests
+        for fraction in checks.PERCENTILES.values():
+            assert total.percentiles_ms[fraction] == union.get_response_time_percentile(fraction), fraction
+
+
+def test_summary_shows_each_region_beside_the_whole_and_names_a_lost_one():
+    report = results.RunReport({"regions": "a, b"}, 0, 60, incomplete="region b lost at 20 s of 60: not whole",
+                               regions={
+                                   "a": {"users": 10, "exit_code": 0, "verdict": "healthy", "lost": None,
+                                         "figures": {"requests": 1200, "rps": 20.0, "p50_ms": 5, "p95_ms": 9,
+                                                     "p99_ms": 12}},
+                                   "b": {"users": 10, "exit_code": 4, "verdict": None, "figures": None,
+                                         "lost": {"at_s": 20.0, "cost": "its last 40 s of 60 s of load"}}})
+    text = results.summary(report)
+    assert "| a | 10 | 1,200 | 20.0 | 5 | 9 | 12 | healthy | 0 |" in text
+    assert "| b | 10 | - | - | - | - | - | none | 4 |" in text
+    assert "LOST: region b at 20 s: its last 40 s of 60 s of load" in text
+    assert json.loads(json.dumps(report.to_json()))["regions"]["b"]["lost"]["at_s"] == 20.0
+    assert report.exit_code == checks.RUN_FAILED
+
+
+@pytest.fixture
+def kubeconfig(tmp_path):
+    """A kubeconfig with two contexts, each with its namespace, of one (unreachable) cluster."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "us-east-1",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "us-east-1", "context": {"cluster": "c", "user": "u", "namespace": "east"}},
+                     {"name": "eu-west-1", "context": {"cluster": "c", "user": "u"}}]}))
+    return path
+
+
+def test_each_release_takes_its_own_namespace_else_the_option_else_its_contexts(kubeconfig):
+    from loadtest.runtime import release
+    named = regions.parse_all(["lt@us-east-1", "lt@eu-west-1", "mine/lt"])
+    assert [(r.namespace, r.context) for r in release.resolve(named, None, kubeconfig)] == [
+        ("east", "us-east-1"), ("default", "eu-west-1"), ("mine", None)]
+    assert [r.namespace for r in release.resolve(named, "given", kubeconfig)] == ["given", "given", "mine"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--release", "lt@us-east-1", "--release", "lt@nowhere"],
+     "--release lt@nowhere: no kube context 'nowhere' in .*; one of eu-west-1, us-east-1"),
+    (["--release", "lt@us-east-1", "--release", "lt@eu-west-1", "--check", "ap-south-1:p99<1s"],
+     "--check 'ap-south-1:p99<1s': no region 'ap-south-1' in this run"),
+    (["--release", "lt@us-east-1", "--release", "lt@eu-west-1", "--check", "us-east-1:p99 under 1s"],
+     "--check: check 'p99 under 1s' is not METRIC"),
+    (["--release", "lt@us-east-1", "--release", "lt@us-east-1"], "the same release as --release lt@us-east-1"),
+    (["--release", "lt@us-east-1", "--release", "lt@eu-west-1", "--share", "us-east-1=50%",
+      "--share", "eu-west-1=40%"], "add up to 90.00%, not 100%"),
+])
+def test_a_several_release_run_is_refused_before_it_reaches_a_cluster(argv, says, kubeconfig, capsys, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, printed = cli(capsys, "run", *argv, "--kubeconfig", str(kubeconfig))
+    assert code == 2 and "Traceback" not in printed.err, printed.err
+    assert any(line.startswith("loadtest") for line in printed.err.splitlines())
+    import re
+    assert re.search(says.replace("(", r"\(").replace(")", r"\)"), printed.err), printed.err
+    assert list(tmp_path.iterdir()) == [kubeconfig], "a refused run writes nothing"
