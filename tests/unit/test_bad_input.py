@@ -130,6 +130,11 @@ BAD = {
                                "argument --max-rps-drop: '500%': give at most 100%"),
     "run-check-only-commas": (["run", "--local", "--check", ",,"], "--check: check ',,' holds no check"),
     "run-release-check-only-commas": (["run", "--release", "lt", "--check", ","], "holds no check"),
+    "plan-regions-and-region": (["plan", "--target-rps", "1000", "--regions", "us-east-1,eu-west-1", "--region",
+                                 "eu-west-1"], "--region eu-west-1 with --regions"),
+    "plan-region-twice": (["plan", "--target-rps", "1000", "--regions", "us-east-1,us-east-1"],
+                          "a region named twice"),
+    "run-share-local": (["run", "--local", "--share", "a=50%"], "--share with --local"),
     "cluster-no-action": (["cluster"], "action"),
     "unknown-command": (["deploy"], "invalid choice: 'deploy'"),
 }
