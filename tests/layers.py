@@ -7,8 +7,9 @@ chart layers (their output printed whole when they end): the cluster layer mostl
 judges no timing (three sessions share its files, `OPTIONS`); the journeys are the README and docs as a user types
 them, whose judged runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that
 is often busy with something else; the faults' runs are light (a few percent of a core) and judge events and counts,
-each against the run's own clock, not rates. The dataplane and node layers, which judge rates and CPU shares, then run one at a time with nothing
-beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,
+each against the run's own clock, not rates; so are the dataplane's modules that judge no rate (`BESIDE`: a
+master's results folder and its bucket, the web UI in a browser). The dataplane and node layers, which judge rates
+and CPU shares, then run one at a time with nothing beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,
 then the slowest tests of the whole suite.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
@@ -34,6 +35,12 @@ SLOWEST = 30
 # those wait for all of them.
 IN_THE_BACKGROUND = ("cluster", "journeys", "faults")
 FIRST = ("unit", "chart")
+# Modules of a timing-sensitive layer that judge no rate, no CPU share and no verdict (files, stores, a browser on
+# the web UI): a session of their own runs them in the background too, named "<layer>, beside", and the layer's own
+# session leaves them out. A test added to one of them that judges a rate belongs in another module.
+BESIDE = {"dataplane": ("test_pod_results.py", "test_web_ui.py", "test_s3_store.py")}
+BESIDE_SUFFIX = ", beside"
+SESSIONS = (*LAYERS, *(f"{layer}{BESIDE_SUFFIX}" for layer in BESIDE))
 # A layer's own pytest options. The cluster layer's tests spend their time waiting on control planes (two whole
 # cron minutes in one of them), so three sessions share its test files, each with its own control plane; the
 # journeys' two shells (the newcomer's, the real node's) run side by side. Both bound the suite's first phase,
@@ -43,7 +50,7 @@ OPTIONS = {"cluster": ("-n", "3", "--dist", "loadfile"), "journeys": ("-n", "2",
 
 @dataclass
 class Layer:
-    name: str
+    name: str  # a layer's, or "<layer>, beside" for its modules in BESIDE
     seconds: float = 0.0
     exit_code: int = 0
     tests: int = 0
@@ -61,8 +68,20 @@ def start(layer: Layer, junit: Path, output=None) -> threading.Thread:
     print(f"\n===== layer {layer.name}{' (in the background)' if output else ''} =====", flush=True)
     layer.seconds = time.monotonic()
     return stamp_the_end(layer, subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-m", layer.name, f"--junitxml={junit}", *OPTIONS.get(layer.name, ()),
-         str(TESTS / layer.name)], cwd=TESTS.parent, stdout=output, stderr=output))
+        [sys.executable, "-m", "pytest", f"--junitxml={junit}", *session_arguments(layer.name)], cwd=TESTS.parent,
+        stdout=output, stderr=output))
+
+
+def session_arguments(name: str) -> list[str]:
+    """A session's marker, options and test paths: a layer's folder without its modules in BESIDE, or those
+    modules alone for "<layer>, beside"."""
+    layer, beside = name.removesuffix(BESIDE_SUFFIX), name.endswith(BESIDE_SUFFIX)
+    folder = TESTS / layer
+    if beside:
+        return ["-m", layer, *(str(folder / module) for module in BESIDE[layer])]
+    return ["-m", layer, *OPTIONS.get(layer, ()), *(f"--ignore={folder / module}" for module in BESIDE.get(layer, ())),
+            str(folder)]
+
 
 
 def stamp_the_end(layer: Layer, process: subprocess.Popen) -> threading.Thread:
@@ -94,11 +113,11 @@ def finish(layer: Layer, ended: threading.Thread, junit: Path) -> list[tuple[flo
 def table(setup_s: float, layers: list[Layer], wall_s: float, cases: list[tuple[float, str]]) -> str:
     """The set-up's and each layer's wall time and counts; the total is the wall time of the whole (layers that ran
     side by side are counted once), then the slowest tests."""
-    rows = [f"{'step':<10} {'wall':>6} {'tests':>6} {'failed':>6} {'skipped':>7}",
-            f"{'set-up':<10} {minutes(setup_s):>6}"]
-    rows += [f"{layer.name:<10} {minutes(layer.seconds):>6} {layer.tests:>6} {layer.failed:>6} {layer.skipped:>7}"
+    rows = [f"{'step':<18} {'wall':>6} {'tests':>6} {'failed':>6} {'skipped':>7}",
+            f"{'set-up':<18} {minutes(setup_s):>6}"]
+    rows += [f"{layer.name:<18} {minutes(layer.seconds):>6} {layer.tests:>6} {layer.failed:>6} {layer.skipped:>7}"
              + ("" if layer.exit_code in (0, 1) else f"  (pytest exit {layer.exit_code})") for layer in layers]
-    rows.append(f"{'total':<10} {minutes(setup_s + wall_s):>6} {sum(layer.tests for layer in layers):>6} "
+    rows.append(f"{'total':<18} {minutes(setup_s + wall_s):>6} {sum(layer.tests for layer in layers):>6} "
                 f"{sum(layer.failed for layer in layers):>6} {sum(layer.skipped for layer in layers):>7}")
     rows += ["", f"The {SLOWEST} slowest tests (set-up, call and teardown):"]
     rows += [f"{seconds:7.1f} s  {name}" for seconds, name in sorted(cases, reverse=True)[:SLOWEST]]
@@ -114,13 +133,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--setup-seconds", type=float, default=0.0, help="the set-up's wall time, for the table")
     args = parser.parse_args()
-    layers, cases, started = {name: Layer(name) for name in LAYERS}, [], time.monotonic()
+    layers, cases, started = {name: Layer(name) for name in SESSIONS}, [], time.monotonic()
     with tempfile.TemporaryDirectory(prefix="loadtest-layers-") as reports:
-        junit = {name: Path(reports) / f"{name}.xml" for name in LAYERS}
+        junit = {name: Path(reports) / f"{name.replace(BESIDE_SUFFIX, '-beside')}.xml" for name in SESSIONS}
         try:
             background = {}
-            for name in IN_THE_BACKGROUND:
-                log = (Path(reports) / f"{name}.log").open("w+")
+            for name in (*IN_THE_BACKGROUND, *(s for s in SESSIONS if s.endswith(BESIDE_SUFFIX))):
+                log = junit[name].with_suffix(".log").open("w+")
                 background[name] = (start(layers[name], junit[name], log), log)
 
             def wait_for_the_background():
@@ -140,7 +159,7 @@ def main() -> int:
         except KeyboardInterrupt:
             print("\ninterrupted", file=sys.stderr)
             return 130
-    ordered = [layers[name] for name in LAYERS]
+    ordered = [layers[name] for name in SESSIONS]
     print("\n===== suite time =====\n" + table(args.setup_seconds, ordered, time.monotonic() - started, cases), flush=True)
     return exit_code(ordered)
 

@@ -21,3 +21,14 @@ def test_a_background_layer_waited_for_late_is_timed_to_its_own_end():
     stamped["quick"].join()
     assert quick.exit_code == slow.exit_code == 0
     assert quick.seconds < slow.seconds, (quick.seconds, slow.seconds)
+
+
+def test_a_layers_modules_run_beside_the_first_phase_once_and_the_layer_leaves_them_out():
+    for layer, modules in layers.BESIDE.items():
+        beside = layers.session_arguments(f"{layer}{layers.BESIDE_SUFFIX}")
+        own = layers.session_arguments(layer)
+        for module in modules:
+            path = layers.TESTS / layer / module
+            assert path.is_file(), path
+            assert str(path) in beside and f"--ignore={path}" in own
+        assert beside[:2] == own[:2] == ["-m", layer] and own[-1] == str(layers.TESTS / layer)
