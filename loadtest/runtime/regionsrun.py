@@ -42,6 +42,7 @@ class Leg:
     region: str
     opened: releaserun.Opened
     users: int
+    spawn_rate: float  # its share of the whole's; 0: every user at once
     out: Path
     sent: float | None = None  # unix time its start request went out
     acknowledged: float | None = None  # and its master answered
@@ -92,11 +93,14 @@ def run(releases: dict[str, Release], users: int, shares: dict[str, float] | Non
         opened = open_all(releases, stack, progress)
         split = users_by_region(opened, users, shares)
         out.mkdir(parents=True, exist_ok=True)  # only now: a run refused before it started leaves no folder
-        legs = [Leg(region, o, split[region], out / split_regions.folder_name(region)) for region, o in opened.items()]
+        total = sum(split.values())
+        # The spawn rate is the whole's, split as the users are: every region's ramp ends together.
+        legs = [Leg(region, o, split[region], spawn_rate * split[region] / total, out / split_regions.folder_name(region))
+                for region, o in opened.items()]
         progress("starting together: " + ", ".join(f"{leg.region} {leg.users} users on {leg.opened.workers} "
                                                     "worker(s)" for leg in legs))
-        interrupted = _drive(legs, spawn_rate, run_time_s, progress)
-        reports = {leg.region: _region_report(leg, spawn_rate, run_time_s, region_checks.get(leg.region, []))
+        interrupted = _drive(legs, run_time_s, progress)
+        reports = {leg.region: _region_report(leg, run_time_s, region_checks.get(leg.region, []))
                    for leg in legs}
     merged = judged_regions.merged_entries({leg.region: _entries(leg) for leg in legs})
     (out / "stats.json").write_text(json.dumps(merged))
@@ -106,7 +110,7 @@ def run(releases: dict[str, Release], users: int, shares: dict[str, float] | Non
     return several
 
 
-def _drive(legs: list[Leg], spawn_rate: float, run_time_s: int, progress) -> bool:
+def _drive(legs: list[Leg], run_time_s: int, progress) -> bool:
     """Every region's swarm started at once, watched to the common deadline, stopped and collected (Ctrl-C stops
     every region, and each keeps what it collected); True when Ctrl-C cut it short."""
     start, begun, stop = threading.Barrier(len(legs)), threading.Barrier(len(legs)), threading.Event()
@@ -118,7 +122,7 @@ def _drive(legs: list[Leg], spawn_rate: float, run_time_s: int, progress) -> boo
             start.wait(BARRIER_TIMEOUT_S)
             leg.sent = time.time()
             try:
-                web.swarm(leg.users, spawn_rate or leg.users)
+                web.swarm(leg.users, leg.spawn_rate or leg.users)
             finally:
                 leg.acknowledged = time.time()
             begun.wait(BARRIER_TIMEOUT_S)
@@ -127,7 +131,7 @@ def _drive(legs: list[Leg], spawn_rate: float, run_time_s: int, progress) -> boo
                 progress(f"all {len(legs)} regions started within "
                          f"{(max(other.acknowledged for other in legs) - first) * 1000:.0f} ms (the first start sent "
                          "to the last answered)")
-            say(f"swarm started: {leg.users} users at {spawn_rate or leg.users:g}/s on {leg.opened.workers} "
+            say(f"swarm started: {leg.users} users at {leg.spawn_rate or leg.users:g}/s on {leg.opened.workers} "
                 f"worker(s), {run_time_s} s")
 
             def seen(entries):
@@ -139,7 +143,8 @@ def _drive(legs: list[Leg], spawn_rate: float, run_time_s: int, progress) -> boo
             leg.lost = {"at": e.since, "what": str(e)}
             say(f"LOST: {e}; the other regions go on")
         except threading.BrokenBarrierError:
-            leg.failed = leg.failed or "stopped before its start: another region could not start"
+            leg.failed = leg.failed or (f"stopped {'at once' if leg.acknowledged else 'before its start'}: another "
+                                        "region's start failed, or the run was interrupted")
         except RunFailed as e:  # its start refused
             leg.failed = f"its swarm did not start: {e}"
             begun.abort()
@@ -180,10 +185,10 @@ def _entries(leg: Leg) -> list[dict]:
     return leg.entries
 
 
-def _region_report(leg: Leg, spawn_rate: float, run_time_s: int, judged: list[checks.Check]) -> results.RunReport:
+def _region_report(leg: Leg, run_time_s: int, judged: list[checks.Check]) -> results.RunReport:
     """The region's own result, in its folder: as a one-release run's, its checks those given with its name."""
     opened = leg.opened
-    report = results.RunReport(opened.conditions(leg.users, spawn_rate, run_time_s), leg.sent or time.time(),
+    report = results.RunReport(opened.conditions(leg.users, leg.spawn_rate, run_time_s), leg.sent or time.time(),
                                leg.ended or time.time(), notes=list(leg.notes))
     if leg.lost:
         report.incomplete = f"region {leg.region} lost at {leg.lost['at'] - leg.sent:.0f} s: {leg.lost['what']}"
@@ -210,7 +215,7 @@ def _whole(legs: list[Leg], reports: dict[str, results.RunReport], spawn_rate: f
     report = results.RunReport(
         {"regions": ", ".join(f"{leg.region} ({leg.opened.release})" for leg in legs),
          "users": f"{sum(leg.users for leg in legs)} ({', '.join(f'{leg.region} {leg.users}' for leg in legs)})",
-         "workers": str(sum(leg.opened.workers for leg in legs)), "spawn rate": f"{spawn_rate:g}/s a region"
+         "workers": str(sum(leg.opened.workers for leg in legs)), "spawn rate": f"{spawn_rate:g}/s, split as the users"
          if spawn_rate else "every user at once", "run time": f"{run_time_s} s",
          "start skew": "-" if skew is None else f"{skew:.3f} s at most (the first start sent to the last answered)"},
         first, end, verdict=verdict, notes=[why] if why else [])
