@@ -212,8 +212,14 @@ def _whole(legs: list[Leg], reports: dict[str, results.RunReport], spawn_rate: f
     steady = [leg.steady_from for leg in legs]
     first = min(sent) if sent else time.time()
     end = max(leg.ended for leg in legs if leg.ended)
+    def each(key: str) -> str:  # one value when every release has the same, else each region's
+        found = {leg.region: str(leg.opened.locust.get(key, "?")) for leg in legs}
+        return next(iter(found.values())) if len(set(found.values())) == 1 else ", ".join(
+            f"{region} {value}" for region, value in found.items())
+
     report = results.RunReport(
         {"regions": ", ".join(f"{leg.region} ({leg.opened.release})" for leg in legs),
+         "scenario": each("scenario"), "target": each("target"),
          "users": f"{sum(leg.users for leg in legs)} ({', '.join(f'{leg.region} {leg.users}' for leg in legs)})",
          "workers": str(sum(leg.opened.workers for leg in legs)), "spawn rate": f"{spawn_rate:g}/s, split as the users"
          if spawn_rate else "every user at once", "run time": f"{run_time_s} s",
