@@ -28,6 +28,7 @@ from ..errors import UsageError
 from ..capacity import calibration, machine
 from ..runtime import cpu, localrun
 from ..workload import arrival, scenarios, targets
+from ..workload.sweep import USERS_PER_WORKER
 from . import owntest, types
 
 
@@ -88,7 +89,7 @@ def prepare(args) -> LocalRun:
     if why := settings.refusal({settings.ARRIVAL_RATE: args.arrival_rate, settings.USERS: args.users,
                                 settings.WAIT: args.wait}):
         raise UsageError(why)
-    users = arrival.pool_size(args.arrival_rate, args.workers) if args.arrival_rate else args.users or 50 * args.workers
+    users = arrival.pool_size(args.arrival_rate, args.workers) if args.arrival_rate else args.users or USERS_PER_WORKER * args.workers
     here = cpu.this_machine()
     warnings = machine.check(here, args.workers, users,
                              users_option="--arrival-rate's pool" if args.arrival_rate else "--users")

@@ -27,6 +27,7 @@ from loadtest_shared import checks, results
 from ..errors import RunFailed, UsageError
 from ..judging import locuststats, regions as judged_regions, runresult
 from ..workload import regions as split_regions
+from ..workload.sweep import USERS_PER_WORKER
 from . import releaserun
 from .release import Release
 
@@ -78,7 +79,7 @@ def open_all(releases: dict[str, Release], stack: contextlib.ExitStack, progress
 
 def users_by_region(opened: dict[str, releaserun.Opened], users: int, shares: dict[str, float] | None) -> dict:
     workers = {region: o.workers for region, o in opened.items()}
-    total = users or releaserun.USERS_PER_WORKER * sum(workers.values())
+    total = users or USERS_PER_WORKER * sum(workers.values())
     parts = split_regions.split(total, split_regions.weights(shares, workers))
     empty = [region for region, n in parts.items() if n < 1]
     if empty:
@@ -122,7 +123,7 @@ def _drive(legs: list[Leg], run_time_s: int, progress) -> bool:
             start.wait(BARRIER_TIMEOUT_S)
             leg.sent = time.time()
             try:
-                web.swarm(leg.users, leg.spawn_rate or leg.users)
+                leg.opened.swarm(leg.users, leg.spawn_rate, run_time_s, say)
             finally:
                 leg.acknowledged = time.time()
             begun.wait(BARRIER_TIMEOUT_S)
@@ -131,8 +132,6 @@ def _drive(legs: list[Leg], run_time_s: int, progress) -> bool:
                 progress(f"all {len(legs)} regions started within "
                          f"{(max(other.acknowledged for other in legs) - first) * 1000:.0f} ms (the first start sent "
                          "to the last answered)")
-            say(f"swarm started: {leg.users} users at {leg.spawn_rate or leg.users:g}/s on {leg.opened.workers} "
-                f"worker(s), {run_time_s} s")
 
             def seen(entries):
                 leg.entries, leg.entries_at = entries, time.time()
@@ -212,6 +211,7 @@ def _whole(legs: list[Leg], reports: dict[str, results.RunReport], spawn_rate: f
     steady = [leg.steady_from for leg in legs]
     first = min(sent) if sent else time.time()
     end = max(leg.ended for leg in legs if leg.ended)
+
     def each(key: str) -> str:  # one value when every release has the same, else each region's
         found = {leg.region: str(leg.opened.locust.get(key, "?")) for leg in legs}
         return next(iter(found.values())) if len(set(found.values())) == 1 else ", ".join(

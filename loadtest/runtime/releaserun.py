@@ -19,6 +19,7 @@ from pathlib import Path
 from loadtest_shared import results, verdict
 
 from .. import paths
+from ..workload.sweep import USERS_PER_WORKER
 from ..errors import RunFailed, UsageError
 from ..judging.locuststats import PerSecond
 from . import http_client
@@ -28,7 +29,6 @@ from .release import Release
 from .sweeper import live_line, measure
 
 WORKERS_TIMEOUT_S = 120
-USERS_PER_WORKER = 50  # users of a run that gives none: this times the release's workers
 PROGRESS_EVERY_S = 5
 STOP_TIMEOUT_S = 30
 RESET_MARGIN_S = 1  # between the statistics' reset and the first scrape the verdict's window counts from
@@ -47,14 +47,12 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
     into `out`, and the verdict the release's Prometheus gives."""
     with contextlib.ExitStack() as stack:
         opened = open_release(release, stack, progress)
-        users = users or USERS_PER_WORKER * opened.workers
+        users = users or USERS_PER_WORKER * opened.workers  # the sweeps' default, as `loadtest local`'s
         report = results.RunReport(opened.conditions(users, spawn_rate, run_time_s), 0, 0)
         out.mkdir(parents=True, exist_ok=True)  # only now: a run refused before it started leaves no folder
         started, steady_from = time.time(), None
         try:
-            opened.web.swarm(users, spawn_rate or users)
-            progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {opened.workers} worker(s), "
-                     f"{run_time_s} s")
+            opened.swarm(users, spawn_rate, run_time_s, progress)
             steady_from = watch(opened.web, users, started + run_time_s, run_time_s, progress)
         finally:
             ended = time.time()
@@ -94,6 +92,12 @@ class Opened:
             "spawn rate": f"{spawn_rate or users:g}/s", "run time": f"{run_time_s} s",
             "versions": f"chart {paths.chart_version(paths.CHART)}, Locust image {locust.get('image', {}).get('tag')}",
         }
+
+    def swarm(self, users: int, spawn_rate: float, run_time_s: int, progress) -> None:
+        """Start the swarm (spawn_rate 0: every user at once) and say so."""
+        self.web.swarm(users, spawn_rate or users)
+        progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {self.workers} worker(s), "
+                 f"{run_time_s} s")
 
     def collect(self, started: float, ended: float, out: Path) -> list[str]:
         """Locust's files and the release's series into `out`; what could not be collected, and why."""
@@ -139,7 +143,8 @@ def watch(web: LocustWeb, users: int, deadline: float, run_time_s: int, progress
            seen=lambda entries: None, patience_s: float = 0) -> float | None:
     """Watch a started swarm until `deadline` (or until `stopped()`), progress every few seconds; reset Locust's
     statistics once every user runs, and say when (None when they never all ran). `seen` gets the statistics each
-    progress line reads. A master that does not answer for `patience_s` raises the LocustWebError it last gave."""
+    progress line reads. A master that does not answer for `patience_s` (or at the end), or answers as a new one,
+    raises MasterLost."""
     started, steady_from = deadline - run_time_s, None
     last, rates, silent_since, began = 0.0, PerSecond(), None, False
     while (left := deadline - time.time()) > 0 and not stopped():
