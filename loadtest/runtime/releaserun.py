@@ -32,7 +32,6 @@ WORKERS_TIMEOUT_S = 120
 PROGRESS_EVERY_S = 5
 STOP_TIMEOUT_S = 30
 RESET_MARGIN_S = 1  # between the statistics' reset and the first scrape the verdict's window counts from
-REPORT_INTERVAL_S = 4  # a worker reports every 3 s: wait that long after stopping for the last reports
 # Locust's own files, from the master's web UI, under the names `locust --csv stats --html report.html` gives them;
 # stats.json (what --json-file writes) is served by the chart's plugin, plugin/loadtest_metrics.py.
 LOCUST_FILES = {"report.html": "/stats/report?download=1", "stats_stats.csv": "/stats/requests/csv",
@@ -198,9 +197,10 @@ def stop(web: LocustWeb, progress) -> None:
     try:
         web.stop()
         deadline = time.monotonic() + STOP_TIMEOUT_S
+        # Stopped means every worker answered the stop, after its last report (loadtest_metrics sends one): the
+        # counts are whole.
         while web.state()["state"] != "stopped" and time.monotonic() < deadline:
             time.sleep(0.5)
-        time.sleep(REPORT_INTERVAL_S)
         progress("swarm stopped")
     except LocustWebError as e:
         progress(f"could not stop the swarm ({e}): stop it in the web UI")

@@ -6,6 +6,10 @@ developer's `loadtest cluster up --real-node` must be down first (the bridge is 
 """
 from __future__ import annotations
 
+# Locust (gevent) patches ssl when it is first imported, which only works before anything imported ssl: a module of
+# the session that reads Locust's own figures, collected after one that imported urllib3, would fail to import.
+import locust  # noqa: F401  isort: skip
+
 import base64
 import json
 import os

@@ -184,18 +184,10 @@ def new_run(cluster, release) -> tuple[LocustWeb, set[str], float]:
 
 
 def stopped_count(web: LocustWeb) -> int:
-    """Stop the run; Locust's count once the workers' last reports (every 3 s) are in: it held still for longer."""
+    """Stop the run; Locust's count once it says stopped: every worker sent its last report before answering the
+    stop (loadtest_metrics), so nothing is waited for on a clock."""
     web.stop()
     wait_status(web, lambda s: s["state"] == "stopped", "the run stopped", timeout=30)
-    seen = {"count": -1, "since": time.monotonic()}
-
-    def settled() -> bool:
-        count = aggregated(web)["num_requests"]
-        if count != seen["count"]:
-            seen.update(count=count, since=time.monotonic())
-        return time.monotonic() - seen["since"] > 4
-
-    wait_for("the workers' last reports", settled, 30, every=1)
     return aggregated(web)["num_requests"]
 
 

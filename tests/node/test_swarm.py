@@ -139,8 +139,8 @@ def test_the_pods_send_on_through_a_containerd_and_a_kubelet_restart(cluster, sw
 def test_locust_and_the_target_count_the_same_requests(cluster, swarm, module_namespace):
     web = master(cluster, module_namespace)
     web.stop()
+    # Stopped, the worker's last report is in (loadtest_metrics sends it before the worker answers the stop).
     wait_for("the run stops", lambda: web.status()["state"] == "stopped", 30)
-    time.sleep(3)  # the worker's last report
     total = aggregated(web)["num_requests"]
     served = haproxy_served(cluster, module_namespace)
     print(f"Locust counted {total} requests, HAProxy {served:.0f}")

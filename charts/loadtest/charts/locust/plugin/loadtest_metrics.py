@@ -11,7 +11,8 @@ until 20 s after the worker started (psutil's first call). Each worker adds, to 
 the CPU it used since its last report (from its first report on), its CPU limit (the CFS quota of its cgroup: what
 Kubernetes sets from resources.limits) and how many CPU warnings it raised, so the master can say how close every
 worker is to its ceiling from a run's first seconds. A worker told to stop by SIGTERM (its pod deleted) sends one
-last report before it quits, so its last seconds of requests count. With LOADTEST_WORKER_READY_FILE set, a worker
+last report before it quits, so its last seconds of requests count, and so does a worker whose run the master stops:
+once the master says "stopped", its counts are whole. With LOADTEST_WORKER_READY_FILE set, a worker
 creates that file once the master has accepted it: the chart's readiness probe, so a rolling update removes an old
 worker only after its replacement joined the run.
 
@@ -53,6 +54,7 @@ import time
 from pathlib import Path
 
 from locust import events
+from locust.exception import RPCError
 from locust.runners import (
     STATE_CLEANUP, STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, STATE_STOPPING,
     MasterRunner, WorkerRunner,
@@ -166,15 +168,24 @@ def _register_worker(environment) -> None:
                             "cpu_cores": clock.cores(), "cpu_throttled": throttle.share(),
                             "requests_sent": SENT.requests, "memory_bytes": memory, "memory_limit_bytes": memory_limit}
 
-    @environment.events.quitting.add_listener
     def send_last_report(**_):
-        # On SIGTERM (its pod deleted, evicted or rolled) a worker tells the master "quit" without a last stats
-        # report, and the master drops what came after the last one (up to 3 s of requests). Added at init, after
-        # the runner's own listener, so it fires first: quitting fires its listeners in reverse.
         runner = environment.runner
         data = {}
         environment.events.report_to_master.fire(client_id=runner.client_id, data=data)
-        runner.send_message("stats", data)
+        try:
+            runner.send_message("stats", data)
+        except RPCError as e:  # the master is gone: the report has nowhere to go
+            logger.warning("loadtest_metrics: the last report did not reach the master: %s", e)
+
+    # On SIGTERM (its pod deleted, evicted or rolled) a worker tells the master "quit" without a last stats report,
+    # and the master drops what came after the last one (up to 3 s of requests). Added at init, after the runner's
+    # own listener, so it fires first: quitting fires its listeners in reverse.
+    environment.events.quitting.add_listener(send_last_report)
+    # On the master's "stop" a worker answers "client_stopped" and sends no report: the master said "stopped" up to
+    # 3 s of requests short, until the next report. test_stop fires on the worker before it answers, so once the
+    # master says "stopped" its counts are whole. (In Locust it would be one line: _send_stats() in the worker's
+    # "stop" case, as its "quit" case has.)
+    environment.events.test_stop.add_listener(send_last_report)
 
 
 # --- master side ---------------------------------------------------------------------------------------------------
