@@ -38,10 +38,10 @@ def split_checks(texts: list[str], regions: list[str]) -> tuple[list[str], dict[
     return whole, per_region
 
 
-def region_outcomes(region: str, judged: list[checks.Check], figures: dict) -> list[checks.Outcome]:
-    """A region's checks judged on its own figures, each named with its region as the user gave it."""
-    return [replace(o, check=replace(o.check, text=f"{region}:{o.check.text}"))
-            for o in checks.judge(judged, figures)]
+def region_outcomes(region: str, outcomes: list[checks.Outcome]) -> list[checks.Outcome]:
+    """A region's outcomes (its checks, judged in its own result on its own figures), each named with its region as
+    the user gave it."""
+    return [replace(o, check=replace(o.check, text=f"{region}:{o.check.text}")) for o in outcomes]
 
 
 def merged_entries(by_region: dict[str, list[dict]]) -> list[dict]:

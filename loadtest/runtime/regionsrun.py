@@ -25,7 +25,7 @@ from pathlib import Path
 from loadtest_shared import checks, results
 
 from ..errors import RunFailed, UsageError
-from ..judging import locuststats, regions as judged_regions, runresult
+from ..judging import regions as judged_regions, runresult
 from ..workload import regions as split_regions
 from ..workload.sweep import USERS_PER_WORKER
 from . import releaserun
@@ -101,11 +101,11 @@ def run(releases: dict[str, Release], users: int, shares: dict[str, float] | Non
         progress("starting together: " + ", ".join(f"{leg.region} {leg.users} users on {leg.opened.workers} "
                                                     "worker(s)" for leg in legs))
         interrupted = _drive(legs, run_time_s, progress)
-        reports = {leg.region: _region_report(leg, run_time_s, region_checks.get(leg.region, []))
+        entries = {leg.region: _entries(leg) for leg in legs}
+        reports = {leg.region: _region_report(leg, entries[leg.region], run_time_s, region_checks.get(leg.region, []))
                    for leg in legs}
-    merged = judged_regions.merged_entries({leg.region: _entries(leg) for leg in legs})
-    (out / "stats.json").write_text(json.dumps(merged))
-    several = _whole(legs, reports, spawn_rate, run_time_s, region_checks)
+    (out / "stats.json").write_text(json.dumps(judged_regions.merged_entries(entries)))
+    several = _whole(legs, reports, spawn_rate, run_time_s)
     if interrupted:  # the whole is kept as far as it went, as a one-release run's is
         several.report.incomplete = "interrupted"
     return several
@@ -175,7 +175,8 @@ def _drive(legs: list[Leg], run_time_s: int, progress) -> bool:
 
 
 def _entries(leg: Leg) -> list[dict]:
-    """The region's statistics: as its master wrote them at the end, or as last read before it was lost."""
+    """The region's statistics (Locust's --json-file format), read once for its figures and the whole's: as its
+    master wrote them at the end, or as last read before it was lost (then kept in its folder as stats.json)."""
     found = leg.out / "stats.json"
     if leg.lost is None and found.exists():
         return json.loads(found.read_text())
@@ -184,7 +185,7 @@ def _entries(leg: Leg) -> list[dict]:
     return leg.entries
 
 
-def _region_report(leg: Leg, run_time_s: int, judged: list[checks.Check]) -> results.RunReport:
+def _region_report(leg: Leg, entries: list[dict], run_time_s: int, judged: list[checks.Check]) -> results.RunReport:
     """The region's own result, in its folder: as a one-release run's, its checks those given with its name."""
     opened = leg.opened
     report = results.RunReport(opened.conditions(leg.users, leg.spawn_rate, run_time_s), leg.sent or time.time(),
@@ -195,15 +196,13 @@ def _region_report(leg: Leg, run_time_s: int, judged: list[checks.Check]) -> res
         report.incomplete = leg.failed
     else:
         releaserun.judge(report, opened.prometheus, opened.release.name, leg.sent, leg.steady_from, leg.ended)
-    figures = locuststats.figures(leg.out / "stats.json") if leg.lost is None else \
-        (checks.from_entries(leg.entries) if leg.entries else {})
+    figures = checks.from_entries(entries) if entries else {}
     report = replace(report, figures=figures, outcomes=checks.judge(judged, figures))
     runresult.write(report, leg.out)
     return report
 
 
-def _whole(legs: list[Leg], reports: dict[str, results.RunReport], spawn_rate: float, run_time_s: int,
-           region_checks: dict[str, list[checks.Check]]) -> Several:
+def _whole(legs: list[Leg], reports: dict[str, results.RunReport], spawn_rate: float, run_time_s: int) -> Several:
     sent = [leg.sent for leg in legs if leg.sent is not None]
     acknowledged = [leg.acknowledged for leg in legs if leg.acknowledged is not None]
     skew = max(acknowledged) - min(sent) if len(acknowledged) == len(legs) else None
@@ -242,8 +241,7 @@ def _whole(legs: list[Leg], reports: dict[str, results.RunReport], spawn_rate: f
             f"region {leg.region} lost at {leg.lost['at'] - first:.0f} s of {run_time_s}" if leg.lost
             else f"region {leg.region}: {leg.failed}" for leg in lost) + ": the run was not whole"
     report.regions = {leg.region: _region_json(leg, reports[leg.region], first, run_time_s) for leg in legs}
-    outcomes = [o for leg in legs for o in judged_regions.region_outcomes(
-        leg.region, region_checks.get(leg.region, []), reports[leg.region].figures)]
+    outcomes = [o for region, r in reports.items() for o in judged_regions.region_outcomes(region, r.outcomes)]
     return Several(report, outcomes)
 
 
@@ -257,7 +255,7 @@ def _region_json(leg: Leg, report: results.RunReport, first: float, run_time_s: 
              if total else None, "lost": None}
     if leg.lost:
         at = leg.lost["at"] - first
-        seen = sum(e.get("num_requests", 0) for e in leg.entries)
+        seen = total.requests if total else 0
         found["lost"] = {
             "at_s": round(at, 1), "what": leg.lost["what"],
             "cost": f"its last {max(0.0, run_time_s - at):.0f} s of {run_time_s} s of load; {seen:,} of its requests "

@@ -106,7 +106,7 @@ def test_a_check_names_its_region_before_a_colon():
 
 def test_a_regions_outcome_is_named_with_its_region():
     figures = checks.from_entries([entry("/", {10: 999, 200: 1})])
-    (outcome,) = judged.region_outcomes("eu-west-1", checks.parse_all(["p99<100ms"]), figures)
+    (outcome,) = judged.region_outcomes("eu-west-1", checks.judge(checks.parse_all(["p99<100ms"]), figures))
     assert outcome.check.text == "eu-west-1:p99<100ms" and outcome.measured == 10 and outcome.passed
 
 
