@@ -283,7 +283,7 @@ def test_a_slot_that_came_due_while_users_were_parked_is_the_loops_late_start_wh
 
 
 def test_the_pool_is_exhausted_from_the_hand_out_that_takes_its_last_parked_user_until_one_parks():
-    dispatcher = running_dispatcher(20)  # a slot every 50 ms
+    dispatcher = running_dispatcher(4)  # a slot every 250 ms: a busy host does not hand out two between looks
     dispatcher.sending = True
     first, last = gevent.spawn(dispatcher.wait_for_slot), gevent.spawn(dispatcher.wait_for_slot)
     last.join(timeout=5)  # the user parked last takes the first slot; the other is still parked
@@ -291,6 +291,8 @@ def test_the_pool_is_exhausted_from_the_hand_out_that_takes_its_last_parked_user
     first.join(timeout=5)
     assert first.successful() and not dispatcher.idle
     assert 0 <= time.perf_counter() - dispatcher.exhausted_since < 1
+    # No slot due when the next user comes free, however long the host took to get here: it parks.
+    dispatcher.schedule.next_at = time.perf_counter() + 60
     again = gevent.spawn(dispatcher.wait_for_slot)
     gevent.sleep(0)  # it parks: a user is free again
     assert list(dispatcher.idle) == [again] and dispatcher.exhausted_since is None
