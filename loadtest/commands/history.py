@@ -5,12 +5,17 @@ run linked to its own reports; and the baseline they are held to.
     loadtest history                                   # the runs under runs/, and runs/history.html
     loadtest history --baseline 20261125T101500Z-lt    # pin that run as the baseline
     loadtest history --release lt --namespace lt       # a release's scheduled runs (its PVC or its bucket)
+    loadtest history --release lt@us-east-1 --release lt@eu-west-1
+                                                       # each region's, in its kube context: a table and a page each
     loadtest history --store s3://bucket/prefix        # a bucket (AWS_* credentials; AWS_ENDPOINT_URL_S3 for
                                                        # an S3-compatible store)
 
 A release's store, or a bucket, is copied into history-<release>/ (or history-<bucket>/) first, runs already there
 kept; the page is written beside the copy. --baseline then pins the run in the store itself, where the next
-scheduled run reads it.
+scheduled run reads it. Several releases (`[NAMESPACE/]NAME[@CONTEXT]`, as `loadtest run` takes them) are several
+regions' schedules: each region's runs are held to its own baseline, so each is copied into history-<region>/ with
+its own table and page, never mixed (a run of `loadtest run` from several releases is one run of the store it was
+written to).
 
 Once a baseline is pinned, every `loadtest run` that writes into the store is compared with it by `loadtest
 compare`'s limits (RPS down more than 5 %, p95 up more than 10 %): a regression fails the run (exit 1) and its
@@ -25,22 +30,14 @@ from loadtest_shared import checks
 from .. import paths
 from ..errors import UsageError
 from ..judging import history
-from ..runtime import store
-from ..runtime.release import Release
+from ..runtime import release, store
+from ..workload import regions
 from . import types
 from .run import RUNS
 
 
-def remote(args) -> tuple[Path, object] | None:
-    """(the local copy, the store it copies) for --release or an s3:// store; None for a local folder."""
-    if args.release:
-        kept = store.of_release(Release(args.release, args.namespace, args.kubeconfig))
-        copy = Path(f"history-{args.release}")
-    elif args.store.startswith("s3://"):
-        kept = store.bucket(args.store)
-        copy = Path(f"history-{kept.store.bucket}")
-    else:
-        return None
+def copied(kept, copy: Path) -> tuple[Path, object]:
+    """(the local copy, the store it copies): the store's runs copied into `copy`, runs already there kept."""
     copy.mkdir(exist_ok=True)
     print(f"loadtest history: copying the runs of {kept.where} into {copy}/")
     incomplete = kept.copy_to(copy)
@@ -50,19 +47,38 @@ def remote(args) -> tuple[Path, object] | None:
 
 
 def run(args) -> int:
-    copied = remote(args)
-    where = copied[0] if copied else Path(args.store)
+    if args.release:
+        named = regions.parse_all(args.release)
+        if len(named) > 1 and (args.baseline or args.output):
+            raise UsageError(f"--{'baseline' if args.baseline else 'output'} with several --release: it names one "
+                             "store's run or page; give the one --release it is for")
+        releases = release.resolve(named, args.namespace, args.kubeconfig)
+        if len(named) == 1:  # the release's copy keeps the name it had before releases had regions
+            return show(args, copied(store.of_release(releases[0]), Path(f"history-{named[0].name}")))
+        for region, found in zip(named, releases):
+            print(f"== region {region.region}: {found}")
+            show(args, copied(store.of_release(found), Path(f"history-{regions.folder_name(region.region)}")))
+        return checks.PASSED
+    if args.store.startswith("s3://"):
+        kept = store.bucket(args.store)
+        return show(args, copied(kept, Path(f"history-{kept.store.bucket}")))
+    return show(args, None)
+
+
+def show(args, copy: tuple[Path, object] | None) -> int:
+    """The table and the page of one store (`copy`: a remote store's local copy and the store; None: --store)."""
+    where = copy[0] if copy else Path(args.store)
     known = history.runs(where)
     out = Path(args.output) if args.output else where / history.PAGE
     paths.check_output("--output", out, folder=False)
     if args.baseline:
         pinned = history.pin(where, args.baseline, known)
-        if copied:
-            copied[1].pin(pinned.folder)
+        if copy:
+            copy[1].pin(pinned.folder)
         print(f"baseline: {pinned.folder} ({pinned.when}, {pinned.rps:,.0f} RPS)")
     pinned = history.baseline(where)
     if not known:
-        raise UsageError(f"{copied[1].where if copied else f'--store {where}'}: no run folders (with a result.json) "
+        raise UsageError(f"{copy[1].where if copy else f'--store {where}'}: no run folders (with a result.json) "
                          "in it yet; `loadtest run`, or the release's scheduled runs, add them")
     lines = history.table(known, pinned)
     against = {r.folder: vs_baseline(where, r, pinned) for r in known}
@@ -89,10 +105,11 @@ def register(sub) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--store", default=str(RUNS), metavar="PATH|s3://BUCKET/PREFIX",
                        help=f"folder of run folders (default {RUNS}, where `loadtest run` writes them), or a bucket")
-    where.add_argument("--release", metavar="NAME", type=types.release_name,
-                       help="the store of this release's judged runs (locust.results: its PVC or its bucket)")
-    p.add_argument("--namespace", type=types.namespace, default="default",
-                   help="the release's namespace (default: default)")
+    where.add_argument("--release", metavar="[NAMESPACE/]NAME[@CONTEXT]", action="append", type=types.region,
+                       help="the store of this release's judged runs (locust.results: its PVC or its bucket); "
+                            "repeat it for several regions: a copy, a table and a page each")
+    p.add_argument("--namespace", type=types.namespace,
+                   help="the releases' namespace where --release names none (default: the context's, else default)")
     p.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig of the release's cluster (default: kubectl's)")
     p.add_argument("--baseline", metavar="RUN", help="pin this run (its folder name in the store) as the baseline")
     p.add_argument("--output", help=f"the HTML page (default STORE/{history.PAGE})")

@@ -13,7 +13,7 @@ import sys
 import time
 
 import yaml
-from conftest import S3_BUCKET
+from s3server import S3_BUCKET
 
 from loadtest_shared import checks, results, settings
 

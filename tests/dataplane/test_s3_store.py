@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import S3_BUCKET
+from s3server import S3_BUCKET
 
 from loadtest.runtime.processes import LOCAL_HOST
 

@@ -135,6 +135,12 @@ BAD = {
     "plan-region-twice": (["plan", "--target-rps", "1000", "--regions", "us-east-1,us-east-1"],
                           "a region named twice"),
     "run-share-local": (["run", "--local", "--share", "a=50%"], "--share with --local"),
+    "history-same-release-twice": (["history", "--release", "lt@us-east-1", "--release", "lt@us-east-1"],
+                                   "the same release as --release lt@us-east-1"),
+    "history-regions-baseline": (["history", "--release", "lt@us-east-1", "--release", "lt@eu-west-1", "--baseline",
+                                  "20261125T101500Z-lt"], "--baseline with several --release"),
+    "history-regions-output": (["history", "--release", "lt@us-east-1", "--release", "lt@eu-west-1", "--output",
+                                "page.html"], "--output with several --release"),
     "cluster-no-action": (["cluster"], "action"),
     "unknown-command": (["deploy"], "invalid choice: 'deploy'"),
 }
