@@ -9,7 +9,7 @@ tests/cluster/test_schedule_cluster.py, with no minute of load to wait. Here the
 runs started by hand come.
 
 The real node has no volume provisioner: the test makes the claim's PersistentVolume itself, a folder of this
-machine (the node's disk), owned by the pods' user. Each run holds 20 s of load and its master stays 15 s after for
+machine (the node's disk), owned by the pods' user. Each run holds 10 s of load and its master stays 15 s after for
 Prometheus' last scrape (locust.autostart.autoquitSeconds, three of the node layer's 5 s scrapes: both in
 examples/real-node/values.yaml). LoadTestRegression, which has no `for:`, fires within a scrape or two of the failed
 Job.
@@ -26,8 +26,8 @@ from loadtest import paths
 from loadtest.errors import RunFailed
 
 RELEASE = "lt"
-RUN_S = 20
-RUN_TIMEOUT_S = 240  # a run: its pods started, 20 s of load, its master's 15 s after, and its Job's end
+RUN_S = 10
+RUN_TIMEOUT_S = 240  # a run: its pods started, 10 s of load, its master's 15 s after, and its Job's end
 
 
 def run_now(cluster, namespace: str, number: int) -> str:
