@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import shutil
@@ -22,10 +23,15 @@ import pytest
 from helpers import wait_for
 from s3server import moto_s3
 
+from loadtest_shared import settings
+
 from loadtest import paths
 from loadtest.runtime import cpu
-from loadtest.runtime.locust import Locust
+from loadtest.runtime.locust import MASTER, Locust
+from loadtest.runtime.locustweb import LocustWeb
 from loadtest.runtime.processes import STARTUP_TIMEOUT_S, STOP_TIMEOUT_S, Processes, free_port, stop
+from loadtest.runtime.stack import Stack
+from loadtest.workload import scenarios
 
 # One process (master_process off), so that killing the target is one signal to one PID; it keeps the user that
 # started it, so it reads the files under pytest's private temporary folders. /500 answers 500, /close closes the
@@ -305,6 +311,21 @@ def make_cpu_quotas():
     """`with make_cpu_quotas() as quotas:` CPU quotas, removed on exit (the test is skipped where they cannot be
     set). Open it before the processes it limits, so they have stopped when their groups go."""
     return CpuQuotas
+
+
+@contextlib.contextmanager
+def idle_master(folder: Path, wait_s: str, timeout_s: float):
+    """The local stack's backend (nginx) and an idle Locust master of the keepalive scenario, its users `wait_s`
+    apart, its web UI behind a password, one worker connected: (backend, locust, web)."""
+    with Stack(folder) as stack:
+        _, server = stack.target("backend", "none")
+        locust = Locust(stack.procs, scenarios.get("keepalive_1kb").locustfile, env={settings.WAIT.env: wait_s})
+        locust.start_master("--host", server.url(tls=False), expect_workers=0)
+        locust.start_workers(1)
+        web = LocustWeb(locust.web_url, locust.web_credentials)
+        stack.procs.wait_http(MASTER, locust.web_url)
+        web.wait_workers(1, timeout_s)
+        yield server, locust, web
 
 
 # --- S3: moto's server, signatures checked (tests/s3server.py) ----------------------------------------------------

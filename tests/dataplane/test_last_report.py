@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import time
 
-from loadtest_shared import settings
+from conftest import idle_master
 
-from loadtest.runtime.locust import MASTER, Locust
 from loadtest.runtime.locustweb import LocustWeb
-from loadtest.runtime.stack import Stack
-from loadtest.workload import scenarios
 
 USERS = 10
 UNREPORTED = 300  # requests the target served that the master has not heard of, when the run is stopped
@@ -34,14 +31,7 @@ def wait(what: str, condition, timeout_s: float = TIMEOUT_S):
 
 
 def test_once_the_master_says_stopped_it_has_counted_every_request_the_target_served(tmp_path):
-    with Stack(tmp_path) as stack:
-        _, server = stack.target("backend", "none")
-        locust = Locust(stack.procs, scenarios.get("keepalive_1kb").locustfile, env={settings.WAIT.env: "0.01"})
-        locust.start_master("--host", server.url(tls=False), expect_workers=0)
-        locust.start_workers(1)
-        web = LocustWeb(locust.web_url, locust.web_credentials)
-        stack.procs.wait_http(MASTER, locust.web_url)
-        web.wait_workers(1, TIMEOUT_S)
+    with idle_master(tmp_path, "0.01", TIMEOUT_S) as (server, _, web):
         status_calls = 0
 
         def served() -> int:

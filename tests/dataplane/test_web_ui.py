@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import pytest
 from browser import UI_TIMEOUT_S, assert_refused_without_the_password, chromium, page_text, swarm_through_the_ui
+from conftest import idle_master
 from selenium.webdriver.common.by import By
-
-from loadtest_shared import settings
 
 from loadtest.judging import sweepreport
 from loadtest.judging.knee import Step
-from loadtest.runtime.locust import MASTER, Locust
-from loadtest.runtime.locustweb import LocustWeb
-from loadtest.runtime.stack import Stack
-from loadtest.workload import scenarios
 
 
 @pytest.fixture
@@ -27,14 +22,7 @@ def browser(tmp_path):
 @pytest.fixture
 def local_ui(tmp_path):
     """The local stack's backend and an idle Locust master with its web UI behind a password, one worker."""
-    with Stack(tmp_path) as stack:
-        _, server = stack.target("backend", "none")
-        locust = Locust(stack.procs, scenarios.get("keepalive_1kb").locustfile, env={settings.WAIT.env: "0.05"})
-        locust.start_master("--host", server.url(tls=False), expect_workers=0)
-        locust.start_workers(1)
-        web = LocustWeb(locust.web_url, locust.web_credentials)
-        stack.procs.wait_http(MASTER, locust.web_url)
-        web.wait_workers(1, UI_TIMEOUT_S)
+    with idle_master(tmp_path, "0.05", UI_TIMEOUT_S) as (_, locust, web):
         yield locust, web
 
 
