@@ -39,18 +39,15 @@ def version_text() -> str:
     import yaml
 
     from .. import paths
+    from ..runtime import locust
 
     chart = yaml.safe_load((paths.CHART / "Chart.yaml").read_text())
     try:
         cli = metadata.version("loadtest")
     except metadata.PackageNotFoundError:  # run from the checkout without `pip install` (PYTHONPATH)
         cli = "(not installed)"
-    try:
-        here = metadata.version("locust")
-    except metadata.PackageNotFoundError:
-        here = "not installed"
     return (f"loadtest {cli}, chart {chart['name']} {chart['version']} (its images run Locust "
-            f"{chart['appVersion']}; Locust here: {here}), from {paths.HOME}")
+            f"{chart['appVersion']}; Locust here: {locust.version()}), from {paths.HOME}")
 
 
 def _interrupted(signum, frame):

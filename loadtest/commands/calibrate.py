@@ -17,7 +17,6 @@ import os
 import sys
 from pathlib import Path
 
-import locust
 
 from loadtest_shared import checks
 
@@ -25,6 +24,7 @@ from .. import paths, units
 from ..capacity import calibration
 from ..errors import UsageError
 from ..runtime import calibrate, localrun
+from ..runtime.locust import version as locust_version
 from ..runtime.cpu import cpu_model
 from ..workload import scenarios
 from . import owntest, types
@@ -39,7 +39,7 @@ def from_sweep(args) -> int:
     calibration.check_mergeable(Path(args.output))
     scenario, figure = calibration.from_sweep(Path(args.from_sweep))
     out = Path(args.output)
-    calibration.merge(out, scenario, figure, {"locust_version": locust.__version__,
+    calibration.merge(out, scenario, figure, {"locust_version": locust_version(),
                                               "cpu_model": "the workers of each scenario's source", "cores": None})
     bound = " (workers not saturated: a lower bound)" if figure["lower_bound"] else ""
     print(f"{scenario}: {figure['rps']:,.0f} RPS on {figure['worker_cpu']:.2f} worker cores -> "
@@ -60,7 +60,7 @@ def own_test(args, run_time_s: int) -> int:
           f"{args.users} users against the local backend, on {cpu_model()}")
     f = calibrate.measure(test.name, run_time_s, test, args.users)
     out = Path(args.output)
-    calibration.merge(out, test.name, f, {"locust_version": locust.__version__, "cpu_model": cpu_model(),
+    calibration.merge(out, test.name, f, {"locust_version": locust_version(), "cpu_model": cpu_model(),
                                           "cores": os.cpu_count(), "run_time_s": run_time_s})
     note = " (worker not saturated, a lower bound: with think time, raise --users)" if f["lower_bound"] else ""
     print(f"  {test.name:<15} {f['rps']:>9,.0f} RPS at {f['worker_cpu']:.0%} of a core -> "
@@ -87,7 +87,7 @@ def run(args) -> int:
         print(f"  {name:<15} {f['rps']:>9,.0f} RPS at {f['worker_cpu']:.0%} of a core -> "
               f"{f['rps_per_core']:>7,} RPS per worker core ({f['user_class']}){note}")
     out = Path(args.output)
-    calibration.write(out, figures, {"locust_version": locust.__version__, "cpu_model": cpu_model(),
+    calibration.write(out, figures, {"locust_version": locust_version(), "cpu_model": cpu_model(),
                                      "cores": os.cpu_count(), "run_time_s": run_time_s})
     print(f"wrote {out}; {plan_hint(out)}")
     return failed_requests(figures)

@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import locust
 import psutil
 
 from loadtest_shared import checks, results, settings, verdict
@@ -25,7 +24,7 @@ from ..judging.measured import Measured
 from ..workload import arrival, scenarios, targets, usertest
 from . import packages, tools
 from .cpu import CpuMeter, cpu_model
-from .locust import MASTER, RESET_STATS_ENV, Locust, user_classes
+from .locust import MASTER, RESET_STATS_ENV, Locust, user_classes, version as locust_version
 from .locustweb import LocustWeb, LocustWebError, live_figures
 from .processes import STARTUP_TIMEOUT_S
 from .stack import Stack
@@ -431,4 +430,4 @@ def versions(target: str, host: str | None) -> str:
     """Locust's version and those of the programs the run started: nginx (the backend) and HAProxy when it was the
     target; none for the user's --host. A program the run did not use need not be installed."""
     used = [] if host else [("nginx", "nginx")] + ([("HAProxy", "haproxy")] if target == "haproxy" else [])
-    return ", ".join([f"Locust {locust.__version__}", *(f"{name} {tools.version(tool)}" for name, tool in used)])
+    return ", ".join([f"Locust {locust_version()}", *(f"{name} {tools.version(tool)}" for name, tool in used)])

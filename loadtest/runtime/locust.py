@@ -8,6 +8,7 @@ otherwise aim the workers at any host.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import secrets
 import subprocess
@@ -25,6 +26,15 @@ MASTER = "locust-master"
 # its figures are then the steady window's, what a judged run is judged on.
 RESET_STATS_ENV = "LOCUST_RESET_STATS"
 # The locustfiles' loadtest_lib protects the web UI with the "user:password" in this variable.
+
+
+def version() -> str:
+    """The installed Locust's version, read from its package's metadata: importing Locust would patch this process
+    with gevent (its threads made greenlets, Ctrl-C raised in whichever ran), and the CLI only starts it."""
+    try:
+        return importlib.metadata.version("locust")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def with_plugin(env: dict[str, str]) -> dict[str, str]:

@@ -102,8 +102,8 @@ def run(releases: dict[str, Release], users: int, shares: dict[str, float] | Non
                                                     "worker(s)" for leg in legs))
         interrupted = _drive(legs, run_time_s, progress)
         entries = {leg.region: _entries(leg) for leg in legs}
-        reports = {leg.region: _region_report(leg, entries[leg.region], run_time_s, region_checks.get(leg.region, []))
-                   for leg in legs}
+        reports = {leg.region: _region_report(leg, entries[leg.region], run_time_s, region_checks.get(leg.region, []),
+                                              interrupted) for leg in legs}
     (out / "stats.json").write_text(json.dumps(judged_regions.merged_entries(entries)))
     several = _whole(legs, reports, spawn_rate, run_time_s)
     if interrupted:  # the whole is kept as far as it went, as a one-release run's is
@@ -185,8 +185,10 @@ def _entries(leg: Leg) -> list[dict]:
     return leg.entries
 
 
-def _region_report(leg: Leg, entries: list[dict], run_time_s: int, judged: list[checks.Check]) -> results.RunReport:
-    """The region's own result, in its folder: as a one-release run's, its checks those given with its name."""
+def _region_report(leg: Leg, entries: list[dict], run_time_s: int, judged: list[checks.Check],
+                   interrupted: bool) -> results.RunReport:
+    """The region's own result, in its folder: as a one-release run's, its checks those given with its name (and,
+    interrupted, as a one-release run's interrupted: its figures so far, no verdict)."""
     opened = leg.opened
     report = results.RunReport(opened.conditions(leg.users, leg.spawn_rate, run_time_s), leg.sent or time.time(),
                                leg.ended or time.time(), notes=list(leg.notes))
@@ -194,6 +196,8 @@ def _region_report(leg: Leg, entries: list[dict], run_time_s: int, judged: list[
         report.incomplete = f"region {leg.region} lost at {leg.lost['at'] - leg.sent:.0f} s: {leg.lost['what']}"
     elif leg.failed:
         report.incomplete = leg.failed
+    elif interrupted:
+        report.incomplete = "interrupted"
     else:
         releaserun.judge(report, opened.prometheus, opened.release.name, leg.sent, leg.steady_from, leg.ended)
     figures = checks.from_entries(entries) if entries else {}

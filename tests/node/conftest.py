@@ -123,6 +123,12 @@ def master(cluster: Cluster, namespace: str, release: str = "lt") -> LocustWeb:
                      base64.b64decode(encoded).decode())
 
 
+def port_forwards(kubeconfig) -> list[psutil.Process]:
+    """The kubectl port-forwards still running with this kubeconfig (a run leaves none behind)."""
+    return [p for p in psutil.process_iter(["cmdline"])
+            if "port-forward" in (p.info["cmdline"] or []) and str(kubeconfig) in p.info["cmdline"]]
+
+
 def aggregated(web: LocustWeb) -> dict:
     """The master's Aggregated row: num_requests, num_failures, ..."""
     return next(s for s in web.status()["stats"] if s["name"] == "Aggregated")

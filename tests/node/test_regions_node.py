@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import urllib.request
 
 import pytest
-from conftest import container_processes, install, master, pod_ip, wait_ready
+from conftest import container_processes, install, master, pod_ip, port_forwards, wait_ready
 from helpers import wait_for_line
 from interrupt import sigint_restored
 from locust.stats import StatsEntry
@@ -159,6 +160,29 @@ def test_two_regions_start_together_and_are_judged_each_and_as_one(cluster, regi
     assert result["verdict"]["kind"] in verdicts and (result["verdict"]["kind"] == "generator-bound") == generator_bound
     assert proc.returncode == (checks.INVALID if generator_bound else checks.PASSED), output
     assert f"region           {REGIONS[0]}:" in output and f"region           {REGIONS[1]}:" in output
+
+
+def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, regions, tmp_path):
+    out = tmp_path / "run"
+    proc = loadtest_run(regions["kubeconfig"], out, "--users", str(USERS), "--run-time", "5m")
+    for region in REGIONS:  # each region's first live line: both swarms run
+        wait_for_line(proc, f"[{region}]   ", 120)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    print(output)
+    assert proc.returncode == checks.INTERRUPTED, output
+    result = json.loads((out / "result.json").read_text())
+    assert not result["complete"] and result["incomplete"] == "interrupted"
+    parts = {region: json.loads((out / found["folder"] / "result.json").read_text())
+             for region, found in result["regions"].items()}
+    for region, part in parts.items():
+        # As a one-release run interrupted: its figures so far, its Locust files, no verdict; its swarm stopped.
+        assert part["incomplete"] == "interrupted" and part["figures"]["Aggregated"]["requests"] > 0, part
+        assert {"stats.json", "report.html"} <= {p.name for p in (out / result["regions"][region]["folder"]).iterdir()}
+        assert master(cluster, regions["namespaces"][region]).state()["state"] == "stopped", region
+    assert result["figures"]["Aggregated"]["requests"] == sum(p["figures"]["Aggregated"]["requests"]
+                                                              for p in parts.values())
+    assert port_forwards(regions["kubeconfig"]) == []
 
 
 def test_a_region_whose_master_is_killed_is_named_lost_and_the_other_goes_on(cluster, regions, tmp_path):

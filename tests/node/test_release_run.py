@@ -22,7 +22,7 @@ import sys
 import psutil
 import pytest
 from browser import assert_refused_without_the_password, chromium, swarm_through_the_ui
-from conftest import container_processes, install, master, wait_ready
+from conftest import container_processes, install, master, port_forwards, wait_ready
 from helpers import wait_for, wait_for_line
 from interrupt import sigint_restored
 
@@ -48,11 +48,6 @@ def loadtest_run(cluster, namespace: str, out, *args: str) -> subprocess.Popen:
                              "--kubeconfig", str(cluster.kubeconfig), "--output", str(out), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             preexec_fn=sigint_restored)
-
-
-def port_forwards(kubeconfig) -> list[psutil.Process]:
-    return [p for p in psutil.process_iter(["cmdline"])
-            if "port-forward" in (p.info["cmdline"] or []) and str(kubeconfig) in p.info["cmdline"]]
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ loop, and every module is imported by name: none is loaded from a file path, non
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -161,6 +162,19 @@ def cycles_of(graph: dict[str, set[str]]) -> list[str]:
 def test_no_import_cycles():
     cycles = cycles_of(GRAPH)
     assert not cycles, "\n".join(cycles)
+
+
+def test_no_module_imports_locust_or_gevent():
+    """Importing Locust patches the process with gevent (threads become greenlets, and Ctrl-C is raised in whichever
+    one runs: a several-release run's Ctrl-C hung in a region's thread): the CLI starts Locust, never imports it. A
+    fresh interpreter, every module imported, neither in sys.modules."""
+    code = ("import importlib, sys\n"
+            f"for name in {sorted(m for m in MODULES if not m.endswith('__main__'))!r}:\n"
+            "    importlib.import_module(name)\n"
+            "print(sorted(m for m in ('locust', 'gevent') if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "[]", f"imported by the package: {found.stdout}"
 
 
 def test_argparse_lives_only_in_the_commands():
