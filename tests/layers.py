@@ -46,8 +46,10 @@ SESSIONS = (*LAYERS, *(f"{layer}{BESIDE_SUFFIX}" for layer in BESIDE))
 # A layer's own pytest options. The cluster layer's tests spend their time waiting on control planes (two whole
 # cron minutes in one of them), so three sessions share its test files, each with its own control plane; the
 # journeys' two shells (the newcomer's, the real node's) run side by side. Both bound the suite's first phase,
-# beside the foreground's unit and chart layers.
-OPTIONS = {"cluster": ("-n", "3", "--dist", "loadfile"), "journeys": ("-n", "2", "--dist", "load")}
+# beside the foreground's unit and chart layers. The cluster layer's files go out in its own order
+# (tests/cluster/conftest.py, the longest first), not xdist's (the most tests first).
+OPTIONS = {"cluster": ("-n", "3", "--dist", "loadfile", "--no-loadscope-reorder"),
+           "journeys": ("-n", "2", "--dist", "load")}
 
 
 @dataclass

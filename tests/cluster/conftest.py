@@ -5,11 +5,27 @@ alone; pytest keeps the last runs' dirs, so the component logs are there after a
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from loadtest.capacity import clusterfiles, profiles
 from loadtest.capacity.profiles import NODE_GROUP_LABEL
 from loadtest.runtime.cluster import Cluster, use_node_groups
+
+# xdist hands each of the layer's three sessions two files at first, then one as each ends, in this order
+# (tests/layers.py turns its own, the most tests first, off): the longest files first, each beside a short one. In
+# xdist's order test_values_fit.py (16 tests, some 290 s) and test_targets_install.py (100 s) went to one session,
+# which ended the layer a minute after the others, and test_schedule_cluster.py (one test, two whole cron minutes)
+# started late. Durations from the suite's run of 2026-11-29; the other files follow in name order.
+FIRST = ("test_values_fit.py", "test_schedule_cluster.py", "test_targets_install.py", "test_run_mode_install.py",
+         "test_sweep_cluster.py", "test_tune_sizing.py", "test_localcluster.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(FIRST)))
+
 
 START_TIMEOUT_S = 60
 
