@@ -128,7 +128,9 @@ def register(sub) -> None:
                        description=__doc__)
     where = p.add_argument_group("where")
     where.add_argument("--local", action="store_true", help="start the whole stack on this machine (127.0.0.1)")
-    where.add_argument("--release", type=types.release_name, help="drive this installed release (helm upgrade and Locust's web API)")
+    where.add_argument("--release", type=types.release_name, help="drive this installed release (helm upgrade and Locust's web API)",
+                       action=types.once("a sweep drives one release; a sweep across several (regions) is not built: "
+                                         "sweep each release on its own (docs/regions.md)"))
     where.add_argument("--namespace", type=types.namespace, default="default", help="the release's namespace (default: default)")
     where.add_argument("--prometheus", type=types.url, help="the release's Prometheus, e.g. http://127.0.0.1:9090 (port-forward)")
     where.add_argument("--locust", type=types.url, help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward)")

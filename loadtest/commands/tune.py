@@ -111,7 +111,8 @@ def run(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("tune", help="read a running release: the diagnosis and the one change to make next",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--release", required=True, metavar="NAME", type=types.release_name, help="the installed release")
+    p.add_argument("--release", required=True, metavar="NAME", type=types.release_name, help="the installed release",
+                   action=types.once("tune reads and changes one release: tune each on its own"))
     p.add_argument("--namespace", type=types.namespace, default="default", help="the release's namespace (default: default)")
     p.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig of the release's cluster (default: kubectl's)")
     p.add_argument("--chart", type=types.existing_folder, default=str(paths.CHART),

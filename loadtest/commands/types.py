@@ -20,6 +20,18 @@ from ..workload import regions
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
+def once(why: str) -> type[argparse.Action]:
+    """An option a command takes once (argparse keeps the last of a repeated one without a word): given again, it is
+    refused, saying `why`."""
+    class Once(argparse.Action):
+        def __call__(self, parser, namespace, value, option_string=None):
+            before = getattr(namespace, self.dest)
+            if before is not None:
+                parser.error(f"argument {option_string}: {before} and {value}: {why}")
+            setattr(namespace, self.dest, value)
+    return Once
+
+
 def number(kind: type = int, minimum: float | None = None, maximum: float | None = None):
     """A finite int or float within [minimum, maximum]."""
     def parse(text: str):
