@@ -7,7 +7,8 @@ the checks and keeps every result in a folder of its own.
 --local starts the whole stack on this machine. --release drives an installed release (locust.mode interactive)
 through port-forwards the command opens and closes itself, reading the web UI's credentials from the release's
 Secret (or LOADTEST_LOCUST_AUTH), and collects Locust's files from the master and the run's series from the
-release's Prometheus.
+release's Prometheus. With --arrival-rate it sets the release's open-model rate (locust.load.arrivalRate; with
+several, each release's part) by helm upgrade before the run, and sets it back after.
 
 Checks are METRIC[NAME] OP NUMBER UNIT: p50 p75 p90 p95 p99 p99.9 avg max (ms or s), fail_ratio (% or a fraction),
 rps; [NAME] picks one request name, without it all requests count. The chart's `locust.checks` take the same.
@@ -20,18 +21,19 @@ process) still leaves its folder, marked incomplete.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from loadtest_shared import checks, results
+from loadtest_shared import checks, results, settings
 
 from .. import paths, units
 from ..errors import RunFailed, UsageError
 from ..judging import compare, locuststats, regions as judged_regions, runresult
-from ..runtime import localrun, regionsrun, release, releaserun
+from ..runtime import localrun, regionsrun, release, releaserates, releaserun
 from ..workload import regions
 from . import local, types
 
@@ -67,14 +69,11 @@ def run(args) -> int:
     if any(not text.strip() for text in args.check):
         raise UsageError("--check '': give a check such as 'p95<200ms', or leave --check out")
     if args.release:
-        if args.arrival_rate:
-            raise UsageError("--arrival-rate with --release: a release's rate is its chart value; helm upgrade "
-                             f"{args.release[0]} charts/loadtest --reuse-values --set locust.load.arrivalRate="
-                             f"{args.arrival_rate:g} (in each release's context, its part of the rate), then "
-                             "loadtest run --release without --arrival-rate")
         return run_release(args)
     if args.share:
         raise UsageError("--share with --local: shares split a run over several --release; a local run is one")
+    if types.given(args, RELEASE_ONLY):
+        raise UsageError("--chart with --local: it is the chart --arrival-rate upgrades releases with; drop it")
     judged = types.parse_checks(args.check)
     if any(not text.strip() for text in args.abort_on):
         raise UsageError("--abort-on '': give a condition such as 'fail_ratio>5%', or leave --abort-on out")
@@ -168,15 +167,18 @@ def run_release(args) -> int:
     shares = regions.parse_shares(args.share, named)
     kubeconfig = Path(args.kubeconfig) if args.kubeconfig else None
     releases = dict(zip((r.region for r in named), release.resolve(named, args.namespace, kubeconfig)))
+    rates = rates_for(args, releases, shares)
     if len(releases) == 1:
         (target,) = releases.values()
-        return run_one_release(args, types.parse_checks(args.check), target, run_time_s)
+        return run_one_release(args, types.parse_checks(args.check), target, run_time_s, rates)
     whole, by_region = judged_regions.split_checks(args.check, list(releases))
     judged = types.parse_checks(whole)
     region_checks = {region: types.parse_checks(texts) for region, texts in by_region.items()}
 
     def run_on_regions(out: Path) -> Ran:
-        several = regionsrun.run(releases, args.users, shares, args.spawn_rate, run_time_s, region_checks, out)
+        with rates():
+            several = regionsrun.run(releases, args.users, None if args.arrival_rate else shares, args.spawn_rate,
+                                     run_time_s, region_checks, out)
         return Ran(several.report, stops=several.region_outcomes, show=show_release,
                    invalid="the generator was the limit in a region (see its folder); add workers there or give each "
                            "a whole core (helm upgrade --reuse-values --set locust.worker.cpu=1000m) and run again")
@@ -197,9 +199,25 @@ def show_release(report: results.RunReport) -> None:
         print(f"  verdict          {report.verdict.kind}: {report.verdict.reason}")
 
 
-def run_one_release(args, judged: list[checks.Check], target: release.Release, run_time_s: int) -> int:
+def rates_for(args, releases: dict[str, release.Release], shares: dict[str, float] | None):
+    """What sets the releases at their parts of --arrival-rate for the run and back after it (checked now, before
+    anything changes); nothing without --arrival-rate, when each release offers what its chart says."""
+    if not args.arrival_rate:
+        if types.given(args, RELEASE_ONLY):
+            raise UsageError("--chart without --arrival-rate: it is the chart the releases are upgraded with to "
+                             "their parts of the rate; drop it, or give --arrival-rate")
+        return contextlib.nullcontext
+    if why := settings.refusal({settings.ARRIVAL_RATE: args.arrival_rate, settings.USERS: args.users}):
+        raise UsageError(why)
+    changes = releaserates.parts(releases, args.arrival_rate, shares)
+    return lambda: releaserates.applied(changes, Path(args.chart))
+
+
+def run_one_release(args, judged: list[checks.Check], target: release.Release, run_time_s: int, rates) -> int:
     def run_on_release(out: Path) -> Ran:
-        return Ran(releaserun.run(target, args.users, args.spawn_rate, run_time_s, out), show=show_release,
+        with rates():
+            report = releaserun.run(target, args.users, args.spawn_rate, run_time_s, out)
+        return Ran(report, show=show_release,
                    invalid="the generator was the limit; add workers or give each a whole core (helm upgrade "
                            "--reuse-values --set locust.worker.cpu=1000m) and run again")
 
@@ -211,6 +229,8 @@ def run_one_release(args, judged: list[checks.Check], target: release.Release, r
 LOCAL_ONLY = {"--scenario": "scenario", "-f": "locustfile", "--requirements": "requirements", "--host": "host",
               "--target": "target", "--tls-mode": "tls_mode", "--workers": "workers", "--wait": "wait",
               "--abort-on": "abort_on"}
+# Options of --release that --local has no use for.
+RELEASE_ONLY = {"--chart": "chart"}
 
 
 def register(sub) -> None:
@@ -225,9 +245,12 @@ def register(sub) -> None:
     p.add_argument("--namespace", type=types.namespace,
                    help="the releases' namespace where --release names none (default: the context's, else default)")
     p.add_argument("--share", action="append", default=[], metavar="REGION=PERCENT",
-                   help="a region's share of the users (repeat it for every region, adding up to 100%%; default: "
-                        "split by each release's workers)")
+                   help="a region's share of the users or of --arrival-rate (repeat it for every region, adding up to "
+                        "100%%; default: split by each release's workers)")
     p.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig of the release's cluster (default: kubectl's)")
+    p.add_argument("--chart", type=types.existing_folder, default=str(paths.CHART),
+                   help="with --release and --arrival-rate: the chart each release is upgraded with to its part of "
+                        "the rate, and back after the run (default: loadtest's own)")
     local.add_run_arguments(p)
     p.add_argument("--check", action="append", default=[], metavar="CHECK",
                    help="a pass/fail check, e.g. 'p95<200ms', 'p99[/checkout]<=1s', 'fail_ratio<1%%', 'rps>=5000' "
@@ -240,4 +263,4 @@ def register(sub) -> None:
     p.add_argument("--output", help=f"folder for the results (default: a new {RUNS}/<UTC time>-<test>)")
     p.add_argument("--force", action="store_true", help="replace the results of an earlier run in --output")
     p.set_defaults(func=run)
-    types.with_defaults(p, LOCAL_ONLY)
+    types.with_defaults(p, LOCAL_ONLY, RELEASE_ONLY)

@@ -17,8 +17,8 @@ the rate, so no --users-per-worker, no --wait); each step restarts the Locust ma
 latency percentiles count from each request's slot, and each step reports the rate offered and achieved, the share of
 requests started late (no user free / worker woke late) and the service time's p99. The knee is the first step whose
 rate was not held (achieved under 99 % of offered) or whose requests failed; late starts for want of worker CPU make
-a step generator-bound and stop the sweep. For a release, step by hand: helm upgrade RELEASE charts/loadtest
---reuse-values --set locust.load.arrivalRate=N for each rate N, then `loadtest run --release RELEASE`.
+a step generator-bound and stop the sweep. For a release, step by hand: `loadtest run --release RELEASE
+--arrival-rate N` for each rate N (it sets the release's rate by helm upgrade, and back after the run).
 """
 from __future__ import annotations
 

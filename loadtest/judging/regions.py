@@ -45,9 +45,11 @@ def region_outcomes(region: str, outcomes: list[checks.Outcome]) -> list[checks.
 
 
 def merged_entries(by_region: dict[str, list[dict]]) -> list[dict]:
-    """The whole run's statistics: every region's entries (Locust's --json-file format) side by side. Figures read
-    from them (checks.from_entries) add the regions' counts per request name and per response time."""
-    return [entry for entries in by_region.values() for entry in entries]
+    """The whole run's statistics: every region's entries (Locust's --json-file format) side by side, each named with
+    its region. Figures read from them (checks.from_entries) add the regions' counts per request name and per
+    response time, and their rates (each region's over its own window: the regions' statistics began at their own
+    steady moments, so one span over all would count a region's requests over time it did not run)."""
+    return [{**entry, checks.SOURCE: region} for region, entries in by_region.items() for entry in entries]
 
 
 def combined(verdicts: dict[str, verdict.Verdict | None]) -> tuple[verdict.Verdict | None, str | None]:

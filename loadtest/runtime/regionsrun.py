@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from loadtest_shared import checks, results
+from loadtest_shared import checks, results, settings
 
 from ..errors import RunFailed, UsageError
 from ..judging import regions as judged_regions, runresult
@@ -78,6 +78,20 @@ def open_all(releases: dict[str, Release], stack: contextlib.ExitStack, progress
 
 
 def users_by_region(opened: dict[str, releaserun.Opened], users: int, shares: dict[str, float] | None) -> dict:
+    """Each region's users: in the open model the pool its release's rate needs (every region in one model); in the
+    closed model --users (else 50 a worker) split by the shares, else by the workers."""
+    rates = {region: o.rate for region, o in opened.items()}
+    if any(rates.values()):
+        closed = [region for region, rate in rates.items() if not rate]
+        if closed:
+            open_region = next(region for region, rate in rates.items() if rate)
+            raise UsageError(f"region {closed[0]} runs the closed model and region {open_region} the open one "
+                             f"({settings.ARRIVAL_RATE.value} {rates[open_region]:g}): one run holds one model; give "
+                             "--arrival-rate N to set every region's part of one rate")
+        if shares:
+            raise UsageError("--share with releases in the open model: each offers its own chart's rate; give "
+                             "--arrival-rate N with the shares to split one rate by them")
+        return {region: releaserun.users_for(o, users) for region, o in opened.items()}
     workers = {region: o.workers for region, o in opened.items()}
     total = users or USERS_PER_WORKER * sum(workers.values())
     parts = split_regions.split(total, split_regions.weights(shares, workers))
@@ -96,8 +110,8 @@ def run(releases: dict[str, Release], users: int, shares: dict[str, float] | Non
         out.mkdir(parents=True, exist_ok=True)  # only now: a run refused before it started leaves no folder
         total = sum(split.values())
         # The spawn rate is the whole's, split as the users are: every region's ramp ends together.
-        legs = [Leg(region, o, split[region], spawn_rate * split[region] / total, out / split_regions.folder_name(region))
-                for region, o in opened.items()]
+        legs = [Leg(region, o, split[region], spawn_rate * split[region] / total,
+                    out / split_regions.folder_name(region)) for region, o in opened.items()]
         progress("starting together: " + ", ".join(f"{leg.region} {leg.users} users on {leg.opened.workers} "
                                                     "worker(s)" for leg in legs))
         interrupted = _drive(legs, run_time_s, progress)
@@ -198,9 +212,10 @@ def _region_report(leg: Leg, entries: list[dict], run_time_s: int, judged: list[
         report.incomplete = leg.failed
     elif interrupted:
         report.incomplete = "interrupted"
-    else:
-        releaserun.judge(report, opened.prometheus, opened.release.name, leg.sent, leg.steady_from, leg.ended)
     figures = checks.from_entries(entries) if entries else {}
+    if not report.incomplete:
+        releaserun.judge(report, opened.prometheus, opened.release.name, leg.sent, leg.steady_from, leg.ended,
+                         figures)
     report = replace(report, figures=figures, outcomes=checks.judge(judged, figures))
     runresult.write(report, leg.out)
     return report
@@ -224,6 +239,8 @@ def _whole(legs: list[Leg], reports: dict[str, results.RunReport], spawn_rate: f
         {"regions": ", ".join(f"{leg.region} ({leg.opened.release})" for leg in legs),
          "scenario": each("scenario"), "target": each("target"),
          "users": f"{sum(leg.users for leg in legs)} ({', '.join(f'{leg.region} {leg.users}' for leg in legs)})",
+         **({"arrival rate": f"{sum(leg.opened.rate for leg in legs):g} requests/s ("
+             + ", ".join(f"{leg.region} {leg.opened.rate:g}" for leg in legs) + ")"} if legs[0].opened.rate else {}),
          "workers": str(sum(leg.opened.workers for leg in legs)), "spawn rate": f"{spawn_rate:g}/s, split as the users"
          if spawn_rate else "every user at once", "run time": f"{run_time_s} s",
          "start skew": "-" if skew is None else f"{skew:.3f} s at most (the first start sent to the last answered)"},

@@ -17,6 +17,7 @@ from . import tools
 from .locustweb import CREDENTIALS_ENV
 
 PORT_FORWARD_TIMEOUT_S = 30
+UPGRADE_TIMEOUT = "10m"
 CONTEXT_FLAG = {"kubectl": "--context", "helm": "--kube-context"}
 
 
@@ -68,6 +69,11 @@ class Release:
 
     def kubectl(self, *args: str, timeout: float = 60) -> str:
         return self._run("kubectl", *args, timeout=timeout)
+
+    def upgrade(self, chart: Path, settings: dict[str, object]) -> None:
+        """helm upgrade --reuse-values with `settings`, waiting until every changed Deployment is rolled out."""
+        sets = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+        self.helm("upgrade", self.name, str(chart), "--reuse-values", *sets, "--wait", "--timeout", UPGRADE_TIMEOUT)
 
     def __str__(self) -> str:
         return f"release {self.name} (namespace {self.namespace}{f', context {self.context}' if self.context else ''})"

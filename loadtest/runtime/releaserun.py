@@ -13,14 +13,16 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from loadtest_shared import results, verdict
+from loadtest_shared import checks, results, settings, verdict
 
 from .. import paths
+from ..workload import arrival
 from ..workload.sweep import USERS_PER_WORKER
 from ..errors import RunFailed, UsageError
+from ..judging import locuststats
 from ..judging.locuststats import PerSecond
 from . import http_client
 from .locustweb import LocustWeb, LocustWebError
@@ -46,7 +48,7 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
     into `out`, and the verdict the release's Prometheus gives."""
     with contextlib.ExitStack() as stack:
         opened = open_release(release, stack, progress)
-        users = users or USERS_PER_WORKER * opened.workers  # the sweeps' default, as `loadtest local`'s
+        users = users_for(opened, users)
         report = results.RunReport(opened.conditions(users, spawn_rate, run_time_s), 0, 0)
         out.mkdir(parents=True, exist_ok=True)  # only now: a run refused before it started leaves no folder
         started, steady_from = time.time(), None
@@ -57,7 +59,8 @@ def run(release: Release, users: int, spawn_rate: float, run_time_s: int, out: P
             ended = time.time()
             stop(opened.web, progress)
             report.notes += opened.collect(started, ended, out)
-        judge(report, opened.prometheus, release.name, started, steady_from, ended)
+        judge(report, opened.prometheus, release.name, started, steady_from, ended,
+              locuststats.figures(out / "stats.json"))
     return report
 
 
@@ -81,13 +84,18 @@ class Opened:
     prometheus: Prometheus | None
     workers: int
 
+    @property
+    def rate(self) -> float:
+        return rate_of(self.locust)
+
     def conditions(self, users: int, spawn_rate: float, run_time_s: int) -> dict[str, str]:
         locust = self.locust
         return {
             "release": f"{self.release.name} (namespace {self.release.namespace}"
                        f"{f', context {self.release.context}' if self.release.context else ''})",
             "scenario": locust.get("scenario", "?"), "target": locust.get("target", "?"),
-            "workers": f"{self.workers} at {locust.get('worker', {}).get('cpu')} each", "users": str(users),
+            "workers": f"{self.workers} at {locust.get('worker', {}).get('cpu')} each",
+            "users": f"{users} (the open model's pool for {self.rate:g} requests/s)" if self.rate else str(users),
             "spawn rate": f"{spawn_rate or users:g}/s", "run time": f"{run_time_s} s",
             "versions": f"chart {paths.chart_version(paths.CHART)}, Locust image {locust.get('image', {}).get('tag')}",
         }
@@ -111,7 +119,7 @@ def open_release(release: Release, stack: contextlib.ExitStack, progress=print) 
     interactive, with its workers connected and no swarm of someone else's going on."""
     values = release.values()
     locust = values.get("locust", {})
-    workers = _workers(release, locust)
+    workers = workers_of(release, locust)
     monitored = bool(values.get("monitoring", {}).get("enabled"))
     progress(f"port-forwarding to {release}'s Locust master" + (" and Prometheus" if monitored else ""))
     web = LocustWeb(stack.enter_context(release.port_forward("locust-master", "web")), release.web_credentials())
@@ -123,7 +131,26 @@ def open_release(release: Release, stack: contextlib.ExitStack, progress=print) 
     return Opened(release, locust, web, prometheus, workers)
 
 
-def _workers(release: Release, locust: dict) -> int:
+def rate_of(locust: dict) -> float:
+    """A release's open-model rate, locust.load.arrivalRate (0: the closed model)."""
+    return float((locust.get("load") or {}).get("arrivalRate") or 0)
+
+
+def users_for(opened: Opened, users: int) -> int:
+    """The users a run on the release starts: in the open model the pool its rate needs, sized as the chart sizes
+    it (a --users is refused, as `loadtest run --local` refuses it beside --arrival-rate); else --users, or the
+    sweeps' 50 a worker."""
+    if opened.rate:
+        if users:
+            raise UsageError(settings.exclusive(settings.ARRIVAL_RATE, settings.USERS).message(
+                f"release {opened.release.name}'s locust.load.arrivalRate {opened.rate:g}", "--users", "drop --users",
+                f"helm upgrade {opened.release.name} charts/loadtest --reuse-values --set "
+                f"{settings.ARRIVAL_RATE.value}={settings.ARRIVAL_RATE.off}"))
+        return arrival.pool_size(opened.rate, opened.workers)
+    return users or USERS_PER_WORKER * opened.workers
+
+
+def workers_of(release: Release, locust: dict) -> int:
     """The release's workers, once it is one this command can drive: interactive, with a worker at least."""
     mode = locust.get("mode", "interactive")
     if mode != "interactive":
@@ -175,9 +202,10 @@ def watch(web: LocustWeb, users: int, deadline: float, run_time_s: int, progress
 
 
 def judge(report: results.RunReport, prometheus: Prometheus | None, release: str, started: float,
-           steady_from: float | None, ended: float) -> None:
+           steady_from: float | None, ended: float, figures: dict[str, checks.Figures]) -> None:
     """The report's steady window, and the verdict and CPU figures the release's Prometheus gives over it (or why
-    there are none, in its notes)."""
+    there are none, in its notes). `figures` are Locust's over the steady window: the open model's rate held is
+    theirs, as the judged master's and a local run's is."""
     if steady_from is not None:
         report.window = {"start": steady_from, "end": ended, "seconds": round(ended - steady_from, 1),
                          "ramp_up_s": round(steady_from - started, 1)}
@@ -188,7 +216,9 @@ def judge(report: results.RunReport, prometheus: Prometheus | None, release: str
     elif steady_from is None:
         report.notes.append("no verdict: the swarm never ran all its users")
     else:
-        report.verdict, report.cpu, note = _verdict(prometheus, release, steady_from, ended)
+        total = figures.get(checks.AGGREGATED)
+        report.verdict, report.cpu, note = _verdict(prometheus, release, steady_from, ended,
+                                                    total.rps if total else None)
         report.offered_rps = report.cpu.pop("offered_rps", None)
         report.notes += [note] if note else []
 
@@ -231,11 +261,16 @@ def _collect_series(prometheus: Prometheus, release: str, start: float, end: flo
     return []
 
 
-def _verdict(prometheus: Prometheus, release: str, steady_from: float,
-             end: float) -> tuple[verdict.Verdict | None, dict, str | None]:
+def _verdict(prometheus: Prometheus, release: str, steady_from: float, end: float,
+             steady_rps: float | None) -> tuple[verdict.Verdict | None, dict, str | None]:
     """The rules' verdict over the whole scrapes between every user running and the end, with its CPU figures; or
     None and why. The last scrape can be up to a scrape before `end`, and the window's first scrape must come after
-    the statistics' reset at `steady_from` (a second's margin), so that its request counters are the reset ones."""
+    the statistics' reset at `steady_from` (a second's margin), so that its request counters are the reset ones.
+
+    In the open model the rate held is `steady_rps` (Locust's, over the steady window) over the offered rate: the
+    master's counters at two scrapes hold whole 3 s batches of the workers' reports, so a window of a few scrapes
+    read 60 % or 120 % of a rate Locust's own statistics saw held (a one-minute window, up to 13 % off). Without
+    Locust's statistics (not collected) the rate held is unmeasured, and the rate check fails for want of them."""
     try:
         step = prometheus.scrape_interval_s()
         hold_s = int((end - steady_from - step - RESET_MARGIN_S) // step * step)
@@ -248,6 +283,8 @@ def _verdict(prometheus: Prometheus, release: str, steady_from: float,
     except RunFailed as e:  # PrometheusError too
         return None, {}, f"no verdict: {e}"
     window = f.window
+    if f.arrival:
+        window = replace(window, achieved=None if steady_rps is None else steady_rps / f.arrival.offered_rps)
     cpu = {"worker_cpu": f.worker_cpu, "worker_cpu_cores": f.worker_cpu_cores,
            "target_cpu_ratio": f.target_cpu_ratio, "window": [f.start, f.end],
            "steady_samples": window.samples, "generator_saturated_share": window.generator_share,

@@ -16,7 +16,6 @@ from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
 from .release import Release, ReleaseError
 
-UPGRADE_TIMEOUT = "10m"
 WORKERS_TIMEOUT_S = 300
 
 
@@ -92,8 +91,7 @@ class ClusterDriver:
         """helm upgrade --reuse-values with `settings`, waiting until every changed Deployment is rolled out."""
         sets = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
         self.progress(f"  helm upgrade {self.release} {' '.join(sets)} (waiting for the rollout)")
-        self.installed.helm("upgrade", self.release, str(self.chart), "--reuse-values", *sets, "--wait",
-                  "--timeout", UPGRADE_TIMEOUT)
+        self.installed.upgrade(self.chart, settings)
         self.values = self.installed.values()
 
     def conditions(self) -> dict[str, str]:

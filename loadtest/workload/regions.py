@@ -23,6 +23,7 @@ FORM = re.compile(rf"^(?:(?P<namespace>{_LABEL})/)?(?P<name>{_LABEL})(?:@(?P<con
 FORM_TEXT = "[NAMESPACE/]NAME[@CONTEXT], e.g. lt@us-east-1 or loadtest/lt@us-east-1"
 # A region's share of the load, in percent (all regions' add up to 100).
 SHARE_TOLERANCE = 0.01
+RATE_STEPS = 1000  # a region's part of an arrival rate is a whole number of thousandths of a request a second
 
 
 @dataclass(frozen=True)
@@ -122,3 +123,9 @@ def split(total: int, weights: dict[str, float]) -> dict[str, int]:
 def weights(shares: dict[str, float] | None, workers: dict[str, int]) -> dict[str, float]:
     """What the load is split by: the shares given, or each region's workers (its capacity)."""
     return dict(shares) if shares else {name: float(n) for name, n in workers.items()}
+
+
+def split_rate(rate: float, weights: dict[str, float]) -> dict[str, float]:
+    """An arrival rate (requests/s) split in proportion to `weights`, the parts adding up to `rate` (as split()'s
+    users do, in RATE_STEPS)."""
+    return {name: part / RATE_STEPS for name, part in split(round(rate * RATE_STEPS), weights).items()}

@@ -75,8 +75,8 @@ def check_open_model(*, users_per_worker: int | None, wait_s: float, release: st
     if release:
         raise SweepError(f"--sweep {ARRIVAL_RATE} with --release: a release's rate is its chart value, and a sweep "
                          f"cannot change it yet. Run it here with --local, or step by hand: for each rate N, "
-                         f"helm upgrade {release} charts/loadtest --reuse-values --set locust.load.arrivalRate=N, "
-                         f"then loadtest run --release {release}")
+                         f"loadtest run --release {release} --arrival-rate N (it sets the release's "
+                         "locust.load.arrivalRate by helm upgrade, and back after the run)")
     given = {settings.ARRIVAL_RATE: True, settings.USERS: users_per_worker is not None, settings.WAIT: wait_s}
     if why := settings.refusal(given, {settings.ARRIVAL_RATE: f"--sweep {ARRIVAL_RATE}",
                                        settings.USERS: "--users-per-worker"}):

@@ -135,6 +135,7 @@ BAD = {
     "plan-region-twice": (["plan", "--target-rps", "1000", "--regions", "us-east-1,us-east-1"],
                           "a region named twice"),
     "run-share-local": (["run", "--local", "--share", "a=50%"], "--share with --local"),
+    "run-chart-local": (["run", "--local", "--chart", "."], "--chart with --local: it is the chart --arrival-rate upgrades"),
     "sweep-two-releases": (["sweep", "--release", "a", "--release", "b", "--steps", "10"],
                            "argument --release: a and b: a sweep drives one release"),
     "tune-two-releases": (["tune", "--release", "a", "--release", "b"],

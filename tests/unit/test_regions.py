@@ -88,6 +88,37 @@ def test_any_split_adds_up_to_the_total():
         assert all(abs(parts[r] - total * w / sum(weights.values())) < 1 for r, w in weights.items())
 
 
+def test_an_arrival_rate_is_split_to_a_thousandth_and_adds_up():
+    assert regions.split_rate(1000, {"a": 1, "b": 1, "c": 1}) == {"a": 333.334, "b": 333.333, "c": 333.333}
+    assert regions.split_rate(120, {"a": 0.75, "b": 0.25}) == {"a": 90, "b": 30}
+    rng = random.Random(58)
+    for _ in range(200):
+        weights = {f"r{i}": rng.uniform(0.01, 10) for i in range(rng.randint(2, 6))}
+        rate = round(rng.uniform(1, 50_000), 3)
+        parts = regions.split_rate(rate, weights)
+        assert abs(sum(parts.values()) - rate) < 1e-6
+        assert all(abs(parts[r] - rate * w / sum(weights.values())) <= 0.001 for r, w in weights.items())
+
+
+def opened(workers: int, rate: float = 0):
+    from loadtest.runtime import release, releaserun
+    return releaserun.Opened(release.Release("lt", "default"), {"load": {"arrivalRate": rate}}, None, None, workers)
+
+
+def test_in_the_open_model_each_region_runs_its_rates_pool_and_the_models_are_not_mixed():
+    from loadtest.runtime import regionsrun
+    assert regionsrun.users_by_region({"a": opened(2, 90), "b": opened(1, 30)}, 0, None) == {"a": 45, "b": 15}
+    assert regionsrun.users_by_region({"a": opened(4, 2), "b": opened(1, 1)}, 0, None) == {"a": 4, "b": 1}
+    assert regionsrun.users_by_region({"a": opened(3), "b": opened(1)}, 0, None) == {"a": 150, "b": 50}
+    for by_region, users, shares, says in [
+            ({"a": opened(1, 90), "b": opened(1)}, 0, None, "region b runs the closed model and region a the open"),
+            ({"a": opened(1, 90), "b": opened(1, 30)}, 0, {"a": 0.5, "b": 0.5}, "--share with releases in the open"),
+            ({"a": opened(1, 90), "b": opened(1, 30)}, 10, None,
+             "release lt's locust.load.arrivalRate 90 with --users: the open model's rate replaces a user count")]:
+        with pytest.raises(UsageError, match=says):
+            regionsrun.users_by_region(by_region, users, shares)
+
+
 def test_the_split_is_by_shares_when_given_else_by_workers():
     assert regions.weights(None, {"a": 3, "b": 1}) == {"a": 3.0, "b": 1.0}
     assert regions.weights({"a": 0.5, "b": 0.5}, {"a": 3, "b": 1}) == {"a": 0.5, "b": 0.5}
@@ -165,6 +196,16 @@ def test_the_wholes_percentiles_are_locusts_own_over_the_union_of_the_regions_re
             assert total.percentiles_ms[fraction] == union.get_response_time_percentile(fraction), fraction
 
 
+def test_the_wholes_rps_is_the_sum_of_each_regions_over_its_own_window():
+    # Region b's statistics began 1 s after a's (each resets at its own steady moment); both ended together.
+    by_region = {"a": [entry("/", {10: 900}, start=1000.0, seconds=10)],
+                 "b": [entry("/", {10: 270}, start=1001.0, seconds=9)]}
+    whole = checks.from_entries(judged.merged_entries(by_region))[checks.AGGREGATED]
+    assert whole.requests == 1170 and whole.rps == pytest.approx(90 + 30)
+    # One master's entries alone keep Locust's own rate: its requests over its span.
+    assert checks.from_entries(by_region["a"])[checks.AGGREGATED].rps == pytest.approx(90)
+
+
 def test_summary_shows_each_region_beside_the_whole_and_names_a_lost_one():
     report = results.RunReport({"regions": "a, b"}, 0, 60, incomplete="region b lost at 20 s of 60: not whole",
                                regions={
@@ -212,6 +253,10 @@ def test_each_release_takes_its_own_namespace_else_the_option_else_its_contexts(
     (["--release", "lt@us-east-1", "--release", "lt@us-east-1"], "the same release as --release lt@us-east-1"),
     (["--release", "lt@us-east-1", "--release", "lt@eu-west-1", "--share", "us-east-1=50%",
       "--share", "eu-west-1=40%"], "add up to 90.00%, not 100%"),
+    (["--release", "lt@us-east-1", "--release", "lt@eu-west-1", "--arrival-rate", "1000", "--users", "10"],
+     "--arrival-rate with --users: the open model's rate replaces a user count"),
+    (["--release", "lt@us-east-1", "--chart", "."], "--chart without --arrival-rate: it is the chart the releases "
+                                                    "are upgraded with"),
 ])
 def test_a_several_release_run_is_refused_before_it_reaches_a_cluster(argv, says, kubeconfig, capsys, tmp_path,
                                                                       monkeypatch):

@@ -94,11 +94,10 @@ def test_bad_arrival_rate_sweeps_exit_2_naming_the_option(argv, message, capsys,
     assert message in err, err
 
 
-def test_a_release_is_refused_with_the_helm_upgrade_that_does_it_by_hand(capsys, tmp_path, monkeypatch):
+def test_a_release_is_refused_with_the_run_that_does_it_by_hand(capsys, tmp_path, monkeypatch):
     err = refusal(["sweep", "--sweep", "arrival-rate", "--release", "shop", "--steps", "500,1000", "--prometheus",
                    "http://127.0.0.1:9", "--locust", "http://127.0.0.1:9"], capsys, tmp_path, monkeypatch)
-    assert ("helm upgrade shop charts/loadtest --reuse-values --set locust.load.arrivalRate=N, then loadtest run "
-            "--release shop") in err
+    assert "for each rate N, loadtest run --release shop --arrival-rate N" in err
     assert "--local" in err
 
 

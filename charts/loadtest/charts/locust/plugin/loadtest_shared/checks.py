@@ -164,22 +164,35 @@ def percentile(histogram: dict, fraction: float) -> float:
     return min(histogram)
 
 
+# The key that names an entry's master where the statistics of several are side by side (a run from several
+# releases): each master's rate is over its own window, and the whole's RPS is their sum, as its requests are.
+SOURCE = "loadtest_source"
+
+
 def _figures(name: str, entries: list[dict]) -> Figures:
     histogram: dict[float, int] = {}
     for e in entries:
         for ms, count in e["response_times"].items():
             histogram[float(ms)] = histogram.get(float(ms), 0) + count
     requests = sum(e["num_requests"] for e in entries)
-    starts = [e["start_time"] for e in entries]
-    ends = [e["last_request_timestamp"] for e in entries if e["last_request_timestamp"]]
-    seconds = max(ends) - min(starts) if starts and ends else 0
+    sources: dict[str | None, list[dict]] = {}
+    for e in entries:
+        sources.setdefault(e.get(SOURCE), []).append(e)
     return Figures(
         name=name, requests=requests, failures=sum(e["num_failures"] for e in entries),
-        rps=requests / seconds if seconds > 0 else 0.0,
+        rps=sum(map(_rate, sources.values())),
         avg_ms=sum(e["total_response_time"] for e in entries) / requests if requests else 0.0,
         max_ms=max((e["max_response_time"] or 0 for e in entries), default=0.0),
         percentiles_ms={f: percentile(histogram, f) for f in PERCENTILES.values()},
     )
+
+
+def _rate(entries: list[dict]) -> float:
+    """One master's requests a second: its entries' requests over the span from the first start to the last."""
+    starts = [e["start_time"] for e in entries]
+    ends = [e["last_request_timestamp"] for e in entries if e["last_request_timestamp"]]
+    seconds = max(ends) - min(starts) if starts and ends else 0
+    return sum(e["num_requests"] for e in entries) / seconds if seconds > 0 else 0.0
 
 
 def from_entries(entries: list[dict]) -> dict[str, Figures]:

@@ -124,6 +124,11 @@ def refusal(given: dict[Setting, object], names: dict[Setting, str] | None = Non
     return None
 
 
+def exclusive(first: Setting, second: Setting) -> Exclusive:
+    """The rule that refuses `first` with `second`."""
+    return next(rule for rule in EXCLUSIVE if (rule.first, rule.second) == (first, second))
+
+
 EXCLUSIVE = (
     Exclusive(ARRIVAL_RATE, USERS, "the open model's rate replaces a user count (its pool of users, sized from the "
               "rate, holds it whatever the latency)", "for the closed model's user count"),

@@ -1,0 +1,59 @@
+"""`loadtest run --release ... --arrival-rate N` when a release cannot take its part of the rate (issue #57: a
+region is a fault domain), against the real API server and scheduler: each release is upgraded to its part with
+`helm upgrade --reuse-values --wait` (the new pods scheduled and running on KWOK nodes) before any load.
+
+Region b's release keeps a user count (locust.autostart.users), which the chart refuses beside a rate, so its
+upgrade fails: the run ends there, naming region b and the chart's words, with no results folder; region a, which
+took its part, is set back to the rate it had. KWOK nodes run no containers, so no run could start here anyway: the
+node layer's two-region run (tests/node/test_regions_node.py) sends the split rate for real.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from loadtest import paths
+from loadtest.capacity import profiles
+from loadtest_shared import checks
+
+RELEASE = "lt"
+PROFILE = profiles.by_file("c5-xlarge.yaml")
+RATE = 100  # requests/s, split by the releases' workers (one each): 50 a region
+LIGHT = ("--set", "locust.worker.replicas=1", "--set", "locust.target=backend", "--set", "nginx.enabled=false",
+         "--set", "haproxy.enabled=false", "--set", "monitoring.enabled=false")
+
+
+def rate_and_revisions(cluster, namespace: str) -> tuple[float, int]:
+    where = ("-n", namespace, "--kubeconfig", str(cluster.kubeconfig))
+    values = json.loads(subprocess.run(["helm", "get", "values", RELEASE, "--all", "-o", "json", *where],
+                                       capture_output=True, text=True, check=True).stdout)
+    history = json.loads(subprocess.run(["helm", "history", RELEASE, "-o", "json", *where],
+                                        capture_output=True, text=True, check=True).stdout)
+    return float(values["locust"]["load"]["arrivalRate"] or 0), len(history)
+
+
+def test_a_release_that_cannot_take_its_part_ends_the_run_before_any_load_and_the_others_are_set_back(
+        cluster, node_group, module_namespace_pair, helm, tmp_path):
+    node_group(PROFILE)
+    a, b = module_namespace_pair
+    for namespace, extra in ((a, ()), (b, ("--set", "locust.autostart.users=40"))):
+        # Locust and the backend alone: two releases of the values file, targets and monitoring too, do not fit
+        # its node groups beside each other.
+        helm("install", RELEASE, str(paths.CHART), "-n", namespace, "-f", str(paths.VALUES / PROFILE.file),
+             *LIGHT, *extra, "--wait", "--timeout", "120s")
+    out = tmp_path / "run"
+    ran = subprocess.run([sys.executable, "-m", "loadtest", "run", "--release", f"{a}/{RELEASE}", "--release",
+                          f"{b}/{RELEASE}", "--kubeconfig", str(cluster.kubeconfig), "--arrival-rate", str(RATE),
+                          "--run-time", "10s", "--output", str(out)],
+                         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    print(ran.stdout, ran.stderr)
+    assert ran.returncode == checks.RUN_FAILED and "Traceback" not in ran.stderr, ran.stderr
+    assert f"region {b}/{RELEASE}: helm upgrade --set locust.load.arrivalRate=... failed" in ran.stderr
+    assert "locust.load.arrivalRate 50 with locust.autostart.users 40" in ran.stderr  # the chart's own words
+    assert "no region was started" in ran.stderr and not out.exists()
+    assert f"[{a}/{RELEASE}] locust.load.arrivalRate 50 (its part of 100 requests/s): helm upgrade" in ran.stdout
+    assert f"setting back each release's rate: {a}/{RELEASE} 0, {b}/{RELEASE} 0" in ran.stdout
+    # Region a took its part (a revision) and was set back (another); region b's upgrade never rendered.
+    assert rate_and_revisions(cluster, a) == (0, 3)
+    assert rate_and_revisions(cluster, b)[0] == 0
