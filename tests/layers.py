@@ -8,7 +8,7 @@ judges no timing (three sessions share its files, `OPTIONS`); the journeys are t
 them, whose judged runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that
 is often busy with something else; the faults' runs are light (a few percent of a core) and judge events and counts,
 each against the run's own clock, not rates; so are the dataplane's modules that judge no rate (`BESIDE`: a
-master's results folder and its bucket, the web UI in a browser, a worker's last report). The dataplane and node layers, which judge rates
+master's results folder and its bucket, the web UI in a browser, a worker's last report, a swarm its master stops by itself). The dataplane and node layers, which judge rates
 and CPU shares, then run one at a time with nothing beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,
 then the slowest tests of the whole suite.
 
@@ -40,7 +40,8 @@ FIRST = ("unit", "chart")
 # and the layer's own session leaves them out. A test added to one of them that judges a rate belongs in another
 # module. (Beside the node layer instead, their quarter of a core delayed a worker's heartbeats enough to fail the
 # node layer's estimate of a killed worker's unreported requests, 2026-11-29.)
-BESIDE = {"dataplane": ("test_pod_results.py", "test_web_ui.py", "test_s3_store.py", "test_last_report.py")}
+BESIDE = {"dataplane": ("test_pod_results.py", "test_web_ui.py", "test_s3_store.py", "test_last_report.py",
+                          "test_self_stop.py")}
 BESIDE_SUFFIX = ", beside"
 SESSIONS = (*LAYERS, *(f"{layer}{BESIDE_SUFFIX}" for layer in BESIDE))
 # A layer's own pytest options. The cluster layer's tests spend their time waiting on control planes (two whole

@@ -67,9 +67,12 @@ class LocustWeb:
         """The run's statistics so far in Locust's --json-file format (the plugin's /loadtest/stats.json)."""
         return self._call(STATS_JSON)
 
-    def swarm(self, users: int, spawn_rate: float) -> None:
-        """Start the swarm, or move a running one to `users` (Locust spreads them over the connected workers)."""
-        answer = self._call("/swarm", {"user_count": users, "spawn_rate": spawn_rate})
+    def swarm(self, users: int, spawn_rate: float, stop_after_s: int | None = None) -> None:
+        """Start the swarm, or move a running one to `users` (Locust spreads them over the connected workers); with
+        `stop_after_s`, the master stops it by itself that long after (its web UI's run time), should nobody else."""
+        form = {"user_count": users, "spawn_rate": spawn_rate, **({"run_time": f"{stop_after_s}s"} if stop_after_s
+                                                                 else {})}
+        answer = self._call("/swarm", form)
         if not answer.get("success"):
             raise LocustWebError(f"Locust refused to swarm {users} users: {answer.get('message')}")
 

@@ -33,6 +33,7 @@ from .sweeper import live_line, measure
 WORKERS_TIMEOUT_S = 120
 PROGRESS_EVERY_S = 5
 STOP_TIMEOUT_S = 30
+SELF_STOP_MARGIN_S = 60  # after the run time, the master stops the swarm by itself (the command stops it first)
 RESET_MARGIN_S = 1  # between the statistics' reset and the first scrape the verdict's window counts from
 # Locust's own files, from the master's web UI, under the names `locust --csv stats --html report.html` gives them;
 # stats.json (what --json-file writes) is served by the chart's plugin, plugin/loadtest_metrics.py.
@@ -101,8 +102,10 @@ class Opened:
         }
 
     def swarm(self, users: int, spawn_rate: float, run_time_s: int, progress) -> None:
-        """Start the swarm (spawn_rate 0: every user at once) and say so."""
-        self.web.swarm(users, spawn_rate or users)
+        """Start the swarm (spawn_rate 0: every user at once) and say so. The master is told to stop it by itself
+        SELF_STOP_MARGIN_S after the run time: should this command die or lose the master (its port-forward
+        gone), no load goes on past the run's end and the margin."""
+        self.web.swarm(users, spawn_rate or users, run_time_s + SELF_STOP_MARGIN_S)
         progress(f"swarm started: {users} users at {spawn_rate or users:g}/s on {self.workers} worker(s), "
                  f"{run_time_s} s")
 
