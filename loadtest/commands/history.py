@@ -52,12 +52,12 @@ def run(args) -> int:
         if len(named) > 1 and (args.baseline or args.output):
             raise UsageError(f"--{'baseline' if args.baseline else 'output'} with several --release: it names one "
                              "store's run or page; give the one --release it is for")
-        releases = release.resolve(named, args.namespace, args.kubeconfig)
-        if len(named) == 1:  # the release's copy keeps the name it had before releases had regions
-            return show(args, copied(store.of_release(releases[0]), Path(f"history-{named[0].name}")))
-        for region, found in zip(named, releases):
-            print(f"== region {region.region}: {found}")
-            show(args, copied(store.of_release(found), Path(f"history-{regions.folder_name(region.region)}")))
+        for region, found in zip(named, release.resolve(named, args.namespace, args.kubeconfig)):
+            if len(named) > 1:
+                print(f"== region {region.region}: {found}")
+            # One release's copy keeps the name it had before releases had regions.
+            folder = regions.folder_name(region.region) if len(named) > 1 else region.name
+            show(args, copied(store.of_release(found), Path(f"history-{folder}")))
         return checks.PASSED
     if args.store.startswith("s3://"):
         kept = store.bucket(args.store)

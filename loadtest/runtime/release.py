@@ -127,7 +127,10 @@ class Release:
         (port,) = [p["port"] for p in service["spec"]["ports"] if p["name"] == port_name]
         cmd = [tools.find("kubectl"), "port-forward", "--address", "127.0.0.1",
                f"service/{service['metadata']['name']}", f":{port}", *self.where("kubectl")]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # A session of its own: a terminal's Ctrl-C goes to the whole foreground group, and a port-forward it ended
+        # would leave the command unable to stop the swarm or collect what was measured.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
         try:
             yield f"http://127.0.0.1:{_forwarded_port(proc, service['metadata']['name'])}"
         finally:

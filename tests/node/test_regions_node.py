@@ -22,7 +22,6 @@ import json
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -30,7 +29,7 @@ import urllib.request
 import pytest
 from conftest import container_processes, install, master, pod_ip, port_forwards, wait_ready
 from helpers import wait_for_line
-from interrupt import sigint_restored
+from interrupt import foreground_job, press_ctrl_c
 from locust.stats import StatsEntry
 
 from loadtest_shared import checks
@@ -75,7 +74,7 @@ def loadtest_run(kubeconfig, out, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--release", f"lt@{REGIONS[0]}",
                              "--release", f"lt@{REGIONS[1]}", "--kubeconfig", str(kubeconfig), "--output", str(out),
                              *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            preexec_fn=sigint_restored)
+                            preexec_fn=foreground_job)
 
 
 def workers_sent(cluster, namespace: str) -> float:
@@ -111,6 +110,49 @@ def union_p(folders, fraction: float) -> float:
             entry["response_times"] = {int(ms): n for ms, n in entry["response_times"].items()}
             union.extend(StatsEntry.unserialize(entry, None))
     return union.get_response_time_percentile(fraction)
+
+
+def release_rate(cluster, namespace: str) -> float:
+    values = json.loads(tools.run("helm", "get", "values", "lt", "--all", "-o", "json", "-n", namespace,
+                                  "--kubeconfig", str(cluster.kubeconfig)))
+    return float(values["locust"]["load"]["arrivalRate"] or 0)
+
+
+def test_an_arrival_rate_is_split_over_the_regions_offered_as_one_and_set_back(cluster, regions, tmp_path):
+    namespaces = regions["namespaces"]
+    out = tmp_path / "run"
+    proc = loadtest_run(regions["kubeconfig"], out, "--arrival-rate", str(RATE), "--share", f"{REGIONS[0]}=75%",
+                        "--share", f"{REGIONS[1]}=25%", "--run-time", f"{RATE_RUN_S}s", "--check", "fail_ratio<1%")
+    output, _ = proc.communicate(timeout=600)
+    print(output)
+    parts = {REGIONS[0]: RATE * 3 // 4, REGIONS[1]: RATE // 4}
+    for region, part in parts.items():
+        assert f"[{region}] locust.load.arrivalRate {part} (its part of {RATE} requests/s): helm upgrade" in output
+    result = json.loads((out / "result.json").read_text())
+    assert result["conditions"]["arrival rate"] == f"{RATE} requests/s ({REGIONS[0]} 90, {REGIONS[1]} 30)"
+    by_region = result["regions"]
+    # Each region ran its part's pool (the chart's: rate x 0.5 s), offered its part, by its own Prometheus.
+    assert {r: v["users"] for r, v in by_region.items()} == {r: math.ceil(p * 0.5) for r, p in parts.items()}
+    for region, part in parts.items():
+        own = json.loads((out / by_region[region]["folder"] / "result.json").read_text())
+        assert own["complete"] and own["offered_rps"] == part, own
+    # The whole is held to the sum of what the regions offered, as a one-release run is held to its rate.
+    assert result["complete"] and result["offered_rps"] == RATE, result
+    held = [c for c in result["checks"] if c["check"].startswith("rps>=")]
+    assert len(held) == 1 and held[0]["passed"], result["checks"]
+    # Each region's rate held is Locust's own (90.1 of 90 requests/s here), not the master's counters at two
+    # scrapes, whose whole 3 s report batches read 60 % of it over one 5 s sample: a false generator-bound verdict.
+    assert "of the offered rate was sent" not in json.dumps(result["verdict"]), result["verdict"]
+    generator_bound = result["verdict"]["kind"] == "generator-bound"
+    assert proc.returncode == (checks.INVALID if generator_bound else checks.PASSED), output
+    # Each release is set back to the closed model it was in, rolled out and ready for the next run. (This test runs
+    # first, on releases that have not run yet: after the module's other runs, one region's rollout to its part took
+    # 47-140 s on this node, its new workers failing to reach the new master ("Failed to connect to master"), where
+    # it takes 8-14 s on fresh releases; the cause is not found, docs/regions.md.)
+    assert "setting back each release's rate: region-a 0, region-b 0" in output
+    for namespace in namespaces.values():
+        assert release_rate(cluster, namespace) == 0
+        wait_ready(cluster, namespace)
 
 
 def test_two_regions_start_together_and_are_judged_each_and_as_one(cluster, regions, tmp_path):
@@ -172,7 +214,7 @@ def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, reg
     proc = loadtest_run(regions["kubeconfig"], out, "--users", str(USERS), "--run-time", "5m")
     for region in REGIONS:  # each region's first live line: both swarms run
         wait_for_line(proc, f"[{region}]   ", 120)
-    proc.send_signal(signal.SIGINT)
+    press_ctrl_c(proc)  # the command and the port-forwards it started, as a terminal's Ctrl-C reaches them
     output, _ = proc.communicate(timeout=120)
     print(output)
     assert proc.returncode == checks.INTERRUPTED, output
@@ -188,48 +230,6 @@ def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, reg
     assert result["figures"]["Aggregated"]["requests"] == sum(p["figures"]["Aggregated"]["requests"]
                                                               for p in parts.values())
     assert port_forwards(regions["kubeconfig"]) == []
-
-
-def release_rate(cluster, namespace: str) -> float:
-    values = json.loads(tools.run("helm", "get", "values", "lt", "--all", "-o", "json", "-n", namespace,
-                                  "--kubeconfig", str(cluster.kubeconfig)))
-    return float(values["locust"]["load"]["arrivalRate"] or 0)
-
-
-def test_an_arrival_rate_is_split_over_the_regions_offered_as_one_and_set_back(cluster, regions, tmp_path):
-    namespaces = regions["namespaces"]
-    out = tmp_path / "run"
-    proc = loadtest_run(regions["kubeconfig"], out, "--arrival-rate", str(RATE), "--share", f"{REGIONS[0]}=75%",
-                        "--share", f"{REGIONS[1]}=25%", "--run-time", f"{RATE_RUN_S}s", "--check", "fail_ratio<1%")
-    output, _ = proc.communicate(timeout=600)
-    print(output)
-    parts = {REGIONS[0]: RATE * 3 // 4, REGIONS[1]: RATE // 4}
-    for region, part in parts.items():
-        assert f"[{region}] locust.load.arrivalRate {part} (its part of {RATE} requests/s): helm upgrade" in output
-    result = json.loads((out / "result.json").read_text())
-    assert result["conditions"]["arrival rate"] == f"{RATE} requests/s ({REGIONS[0]} 90, {REGIONS[1]} 30)"
-    by_region = result["regions"]
-    # Each region ran its part's pool (the chart's: rate x 0.5 s), offered its part, by its own Prometheus.
-    assert {r: v["users"] for r, v in by_region.items()} == {r: math.ceil(p * 0.5) for r, p in parts.items()}
-    for region, part in parts.items():
-        own = json.loads((out / by_region[region]["folder"] / "result.json").read_text())
-        assert own["complete"] and own["offered_rps"] == part, own
-    # The whole is held to the sum of what the regions offered, as a one-release run is held to its rate.
-    assert result["complete"] and result["offered_rps"] == RATE, result
-    held = [c for c in result["checks"] if c["check"].startswith("rps>=")]
-    assert len(held) == 1 and held[0]["passed"], result["checks"]
-    # Each region's rate held is Locust's own (90.1 of 90 requests/s here), not the master's counters at two
-    # scrapes, whose whole 3 s report batches read 60 % of it over one 5 s sample: a false generator-bound verdict.
-    assert "of the offered rate was sent" not in json.dumps(result["verdict"]), result["verdict"]
-    generator_bound = result["verdict"]["kind"] == "generator-bound"
-    assert proc.returncode == (checks.INVALID if generator_bound else checks.PASSED), output
-    # Each release is set back to the closed model it was in, rolled out and ready for the next run. (This test runs
-    # before a master is killed: after a master's container was killed and restarted in its pod, the next rollout's
-    # new workers failed to reach the new master for one to two minutes on this node, "Failed to connect to master".)
-    assert "setting back each release's rate: region-a 0, region-b 0" in output
-    for namespace in namespaces.values():
-        assert release_rate(cluster, namespace) == 0
-        wait_ready(cluster, namespace)
 
 
 def test_a_region_whose_master_is_killed_is_named_lost_and_the_other_goes_on(cluster, regions, tmp_path):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -24,7 +23,7 @@ import pytest
 from browser import assert_refused_without_the_password, chromium, swarm_through_the_ui
 from conftest import container_processes, install, master, port_forwards, wait_ready
 from helpers import wait_for, wait_for_line
-from interrupt import sigint_restored
+from interrupt import foreground_job, press_ctrl_c
 
 from loadtest.runtime.cluster import pods
 from loadtest.runtime.locustweb import LocustWeb
@@ -47,7 +46,7 @@ def loadtest_run(cluster, namespace: str, out, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--release", "lt", "--namespace", namespace,
                              "--kubeconfig", str(cluster.kubeconfig), "--output", str(out), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            preexec_fn=sigint_restored)
+                            preexec_fn=foreground_job)
 
 
 @pytest.fixture
@@ -143,7 +142,7 @@ def test_an_interrupted_run_stops_the_swarm_and_keeps_what_it_collected(cluster,
     out = tmp_path / "run"
     proc = loadtest_run(cluster, release, out, "--users", "10", "--run-time", "5m")
     wait_for_line(proc, "RPS", 120)  # the first live figures: the swarm runs
-    proc.send_signal(signal.SIGINT)
+    press_ctrl_c(proc)  # the command and the port-forwards it started, as a terminal's Ctrl-C reaches them
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
     result = json.loads((out / "result.json").read_text())
