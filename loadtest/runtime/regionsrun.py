@@ -28,7 +28,7 @@ from ..errors import RunFailed, UsageError
 from ..judging import regions as judged_regions, runresult
 from ..workload import regions as split_regions
 from ..workload.sweep import USERS_PER_WORKER
-from . import releaserun
+from . import releaserun, together
 from .release import Release
 
 LOST_AFTER_S = 5  # a master silent this long is lost, not slow (it answers the web UI's calls within a second)
@@ -168,24 +168,16 @@ def _drive(legs: list[Leg], run_time_s: int, progress) -> bool:
                 releaserun.stop(web, say)
                 leg.notes += leg.opened.collect(leg.sent, leg.ended, leg.out)
 
-    threads = [threading.Thread(target=drive, args=(leg,), name=f"region {leg.region}", daemon=True) for leg in legs]
     for leg in legs:
         leg.out.mkdir(parents=True, exist_ok=True)
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.5)
-        return False
-    except KeyboardInterrupt:
+
+    def interrupted() -> None:
         progress("interrupted: stopping every region")
         stop.set()
         start.abort()
         begun.abort()
-        for thread in threads:
-            thread.join()
-        return True
+
+    return together.at_once({f"region {leg.region}": lambda leg=leg: drive(leg) for leg in legs}, interrupted)
 
 
 def _entries(leg: Leg) -> list[dict]:

@@ -10,7 +10,6 @@ command upgraded is set back: no region is left at a rate nobody asked for, or l
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from loadtest_shared import settings
 
 from ..errors import RunFailed, UsageError
 from ..workload import regions as split_regions
+from . import together
 from .release import Release, ReleaseError
 from .releaserun import rate_of, workers_of
 
@@ -81,7 +81,7 @@ def applied(changes: list[RateChange], chart: Path, progress=print):
 def _upgrade_all(changes: list[RateChange], rate, chart: Path, progress) -> dict[str, str]:
     """Each change's release upgraded to rate(change), all at once, each saying how long its rollout took; the
     regions that failed, and why. Ctrl-C waits for the upgrades under way (helm refuses a second operation on a
-    release while one runs)."""
+    release while one runs), then goes on."""
     failed: dict[str, str] = {}
 
     def upgrade(change: RateChange) -> None:
@@ -93,16 +93,6 @@ def _upgrade_all(changes: list[RateChange], rate, chart: Path, progress) -> dict
         except ReleaseError as e:
             failed[change.region] = str(e).strip()
 
-    threads = [threading.Thread(target=upgrade, args=(change,), name=f"upgrade {change.region}", daemon=True)
-               for change in changes]
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.5)
-    except KeyboardInterrupt:
-        for thread in threads:
-            thread.join()
-        raise
+    if together.at_once({f"upgrade {change.region}": lambda change=change: upgrade(change) for change in changes}):
+        raise KeyboardInterrupt
     return failed
