@@ -15,6 +15,7 @@ import sys
 
 from loadtest import paths
 from loadtest.capacity import profiles
+from loadtest.runtime import tools
 from loadtest_shared import checks
 
 RELEASE = "lt"
@@ -26,10 +27,8 @@ LIGHT = ("--set", "locust.worker.replicas=1", "--set", "locust.target=backend", 
 
 def rate_and_revisions(cluster, namespace: str) -> tuple[float, int]:
     where = ("-n", namespace, "--kubeconfig", str(cluster.kubeconfig))
-    values = json.loads(subprocess.run(["helm", "get", "values", RELEASE, "--all", "-o", "json", *where],
-                                       capture_output=True, text=True, check=True).stdout)
-    history = json.loads(subprocess.run(["helm", "history", RELEASE, "-o", "json", *where],
-                                        capture_output=True, text=True, check=True).stdout)
+    values = json.loads(tools.run("helm", "get", "values", RELEASE, "--all", "-o", "json", *where))
+    history = json.loads(tools.run("helm", "history", RELEASE, "-o", "json", *where))
     return float(values["locust"]["load"]["arrivalRate"] or 0), len(history)
 
 

@@ -8,12 +8,13 @@ one a cluster). The command cannot tell them from two clusters: each release is 
 Prometheus. What two real regions add, network distance to their API servers, is not here; the start skew
 printed is this machine's.
 
-The first run is whole: both began within a second; the whole's p99 is Locust's own over the union of both regions'
-requests (Locust's StatsEntry merging the regions' own statistics, as their masters gave them); the requests the
-workers sent, by their own never-reset count, are the backends' own counts; a check on one region and one on the
-whole are judged. An open-model run splits one rate 75 % / 25 % (each release upgraded to its part before any
-load, and set back after): each region offers its part, by its own Prometheus, and the whole is held to their sum.
-The last run loses a region: its master's process is killed mid-run, and the run names that
+The first run splits one open-model rate 75 % / 25 % (each release upgraded to its part before any load, and set
+back after) and is whole: both began within a second; each region offered its part, by its own Prometheus, and the
+whole is held to their sum; the whole's p99 is Locust's own over the union of both regions' requests (Locust's
+StatsEntry merging the regions' own statistics, as their masters gave them); a check on one region and one on the
+whole are judged. The second, in the closed model, is interrupted: each region keeps what it collected, and the
+requests the workers sent, by their own never-reset count, are the backends' own counts. The last run loses a
+region: its master's process is killed mid-run, and the run names that
 region lost, when, and what it cost, the other region's part whole.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -40,10 +42,9 @@ from loadtest.runtime.cluster import pods
 REGIONS = ("region-a", "region-b")
 USERS = 20  # 10 a region: split by the releases' workers, one each
 WAIT_S = 0.05  # each user's pause between requests: about 200 RPS a region, light for a 300m worker
-RUN_S = 20  # four of the node layer's 5 s scrapes after the statistics' reset: a verdict in each region
+RUN_S = 15  # a verdict in each region (and so its offered rate, from its Prometheus) needs 11 s of every user running
 LOST_RUN_S = 15  # a region's master killed at its second live line, some 6 s in
 RATE = 120  # the open model's requests/s over both regions, split 75 % / 25 %: light for one 300m worker each
-RATE_RUN_S = 15  # a verdict (and so each region's offered rate, from its Prometheus) needs 11 s of every user running
 
 
 @pytest.fixture(scope="module")
@@ -118,55 +119,22 @@ def release_rate(cluster, namespace: str) -> float:
     return float(values["locust"]["load"]["arrivalRate"] or 0)
 
 
-def test_an_arrival_rate_is_split_over_the_regions_offered_as_one_and_set_back(cluster, regions, tmp_path):
+def test_two_regions_start_together_split_one_rate_and_are_judged_each_and_as_one(cluster, regions, tmp_path):
     namespaces = regions["namespaces"]
     out = tmp_path / "run"
     proc = loadtest_run(regions["kubeconfig"], out, "--arrival-rate", str(RATE), "--share", f"{REGIONS[0]}=75%",
-                        "--share", f"{REGIONS[1]}=25%", "--run-time", f"{RATE_RUN_S}s", "--check", "fail_ratio<1%")
+                        "--share", f"{REGIONS[1]}=25%", "--run-time", f"{RUN_S}s", "--check", "fail_ratio<1%",
+                        "--check", f"{REGIONS[0]}:p99<2s", "--check", f"{REGIONS[1]}:rps>=10")
     output, _ = proc.communicate(timeout=600)
-    print(output)
-    parts = {REGIONS[0]: RATE * 3 // 4, REGIONS[1]: RATE // 4}
-    for region, part in parts.items():
-        assert f"[{region}] locust.load.arrivalRate {part} (its part of {RATE} requests/s): helm upgrade" in output
-    result = json.loads((out / "result.json").read_text())
-    assert result["conditions"]["arrival rate"] == f"{RATE} requests/s ({REGIONS[0]} 90, {REGIONS[1]} 30)"
-    by_region = result["regions"]
-    # Each region ran its part's pool (the chart's: rate x 0.5 s), offered its part, by its own Prometheus.
-    assert {r: v["users"] for r, v in by_region.items()} == {r: math.ceil(p * 0.5) for r, p in parts.items()}
-    for region, part in parts.items():
-        own = json.loads((out / by_region[region]["folder"] / "result.json").read_text())
-        assert own["complete"] and own["offered_rps"] == part, own
-    # The whole is held to the sum of what the regions offered, as a one-release run is held to its rate.
-    assert result["complete"] and result["offered_rps"] == RATE, result
-    held = [c for c in result["checks"] if c["check"].startswith("rps>=")]
-    assert len(held) == 1 and held[0]["passed"], result["checks"]
-    # Each region's rate held is Locust's own (90.1 of 90 requests/s here), not the master's counters at two
-    # scrapes, whose whole 3 s report batches read 60 % of it over one 5 s sample: a false generator-bound verdict.
-    assert "of the offered rate was sent" not in json.dumps(result["verdict"]), result["verdict"]
-    generator_bound = result["verdict"]["kind"] == "generator-bound"
-    assert proc.returncode == (checks.INVALID if generator_bound else checks.PASSED), output
-    # Each release is set back to the closed model it was in, rolled out and ready for the next run. (This test runs
-    # first, on releases that have not run yet: after the module's other runs, one region's rollout to its part took
-    # 47-140 s on this node, its new workers failing to reach the new master ("Failed to connect to master"), where
-    # it takes 8-14 s on fresh releases; the cause is not found, docs/regions.md.)
-    assert "setting back each release's rate: region-a 0, region-b 0" in output
-    for namespace in namespaces.values():
-        assert release_rate(cluster, namespace) == 0
-        wait_ready(cluster, namespace)
-
-
-def test_two_regions_start_together_and_are_judged_each_and_as_one(cluster, regions, tmp_path):
-    namespaces = regions["namespaces"]
-    served_before = {r: backend_served(cluster, ns) for r, ns in namespaces.items()}
-    out = tmp_path / "run"
-    proc = loadtest_run(regions["kubeconfig"], out, "--users", str(USERS), "--run-time", f"{RUN_S}s",
-                        "--check", "fail_ratio<1%", "--check", f"{REGIONS[0]}:p99<2s",
-                        "--check", f"{REGIONS[1]}:rps>=10")
-    output, _ = proc.communicate(timeout=300)
     print(output)
     result = json.loads((out / "result.json").read_text())
     whole = result["figures"]["Aggregated"]
     by_region = result["regions"]
+    # Each release set to its part of the rate before any load.
+    parts = {REGIONS[0]: RATE * 3 // 4, REGIONS[1]: RATE // 4}
+    for region, part in parts.items():
+        assert f"[{region}] locust.load.arrivalRate {part} (its part of {RATE} requests/s): helm upgrade" in output
+    assert result["conditions"]["arrival rate"] == f"{RATE} requests/s ({REGIONS[0]} 90, {REGIONS[1]} 30)"
     # Started together: every start sent after the barrier and answered within a second of the first.
     sent = [r["start_sent"] for r in by_region.values()]
     answered = [r["start_acknowledged"] for r in by_region.values()]
@@ -175,41 +143,53 @@ def test_two_regions_start_together_and_are_judged_each_and_as_one(cluster, regi
     assert skew < 1.0
     assert float(result["conditions"]["start skew"].split()[0]) == pytest.approx(skew, abs=0.001)
     assert re.search(r"^all 2 regions started within \d+ ms", output, re.MULTILINE), output
-    # The load split by the releases' workers (one each), every region's run whole.
-    assert {r: v["users"] for r, v in by_region.items()} == {REGIONS[0]: USERS // 2, REGIONS[1]: USERS // 2}
+    # Each region ran its part's pool (the chart's: rate x 0.5 s) and offered its part, by its own Prometheus;
+    # every region's run whole.
+    assert {r: v["users"] for r, v in by_region.items()} == {r: math.ceil(p * 0.5) for r, p in parts.items()}
     assert result["complete"] and all(v["lost"] is None for v in by_region.values()), result["incomplete"]
     folders = [out / v["folder"] for v in by_region.values()]
-    for folder in folders:
+    for folder, part in zip(folders, parts.values()):
         region = json.loads((folder / "result.json").read_text())
-        assert region["complete"] and region["verdict"], region
+        assert region["complete"] and region["verdict"] and region["offered_rps"] == part, region
         assert {"report.html", "stats.json", "series.csv", "checks.xml", "summary.md"} <= {
             p.name for p in folder.iterdir()}
+    # The whole is held to the sum of what the regions offered, as a one-release run is held to its rate.
+    assert result["offered_rps"] == RATE, result
+    held = [c for c in result["checks"] if c["check"].startswith("rps>=") and ":" not in c["check"]]
+    assert len(held) == 1 and held[0]["passed"], result["checks"]
     # The whole's percentiles are Locust's own over the union of both regions' requests.
     for name, fraction in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
         assert whole["percentiles_ms"][str(fraction)] == union_p(folders, fraction), name
     regions_requests = [json.loads((f / "result.json").read_text())["figures"]["Aggregated"]["requests"]
                         for f in folders]
     assert whole["requests"] == sum(regions_requests) > 1000
-    # What the workers sent over the run, by their own count, is what the backends counted (their probes aside).
-    sent_by_workers = sum(workers_sent(cluster, ns) for ns in namespaces.values())
-    served = sum(backend_served(cluster, ns) - served_before[r] for r, ns in namespaces.items())
-    print(f"the workers sent {sent_by_workers:.0f}, the backends served {served} (probes included)")
-    assert sent_by_workers <= served <= sent_by_workers + 2 * probes_within(RUN_S + 60)
     # A check on the whole and one on each region, each judged on its own figures.
     judged = {c["check"]: c for c in result["checks"]}
-    assert set(judged) == {"fail_ratio<1%", f"{REGIONS[0]}:p99<2s", f"{REGIONS[1]}:rps>=10"}
+    assert {"fail_ratio<1%", f"{REGIONS[0]}:p99<2s", f"{REGIONS[1]}:rps>=10"} <= set(judged)
     region_a = json.loads((folders[0] / "result.json").read_text())["figures"]["Aggregated"]
     assert judged[f"{REGIONS[0]}:p99<2s"]["measured"] == region_a["percentiles_ms"]["0.99"]
     assert judged["fail_ratio<1%"]["measured"] == whole["failures"] / whole["requests"]
+    # Each region's rate held is Locust's own (90.1 of 90 requests/s here), not the master's counters at two
+    # scrapes, whose whole 3 s report batches read 60 % of it over one 5 s sample: a false generator-bound verdict.
+    assert "of the offered rate was sent" not in json.dumps(result["verdict"]), result["verdict"]
     # The whole's verdict is a region's, the generator's limit wherever it was one.
     verdicts = [v["verdict"] for v in by_region.values()]
     generator_bound = "generator-bound" in verdicts
     assert result["verdict"]["kind"] in verdicts and (result["verdict"]["kind"] == "generator-bound") == generator_bound
     assert proc.returncode == (checks.INVALID if generator_bound else checks.PASSED), output
     assert f"region           {REGIONS[0]}:" in output and f"region           {REGIONS[1]}:" in output
+    # Each release is set back to the closed model it was in, rolled out and ready for the next run (the rollouts'
+    # times, and a stall found in them, in docs/regions.md).
+    assert "setting back each release's rate: region-a 0, region-b 0" in output
+    for namespace in namespaces.values():
+        assert release_rate(cluster, namespace) == 0
+        wait_ready(cluster, namespace)
 
 
 def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, regions, tmp_path):
+    namespaces = regions["namespaces"]
+    served_before = {r: backend_served(cluster, ns) for r, ns in namespaces.items()}
+    began = time.monotonic()
     out = tmp_path / "run"
     proc = loadtest_run(regions["kubeconfig"], out, "--users", str(USERS), "--run-time", "5m")
     for region in REGIONS:  # each region's first live line: both swarms run
@@ -220,6 +200,8 @@ def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, reg
     assert proc.returncode == checks.INTERRUPTED, output
     result = json.loads((out / "result.json").read_text())
     assert not result["complete"] and result["incomplete"] == "interrupted"
+    # The closed model's users split by the releases' workers, one each.
+    assert {r: v["users"] for r, v in result["regions"].items()} == {REGIONS[0]: USERS // 2, REGIONS[1]: USERS // 2}
     parts = {region: json.loads((out / found["folder"] / "result.json").read_text())
              for region, found in result["regions"].items()}
     for region, part in parts.items():
@@ -229,6 +211,13 @@ def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, reg
         assert master(cluster, regions["namespaces"][region]).state()["state"] == "stopped", region
     assert result["figures"]["Aggregated"]["requests"] == sum(p["figures"]["Aggregated"]["requests"]
                                                               for p in parts.values())
+    # What the workers sent, by their own count (never reset, and whole once stopped: each sends its last report
+    # on the stop), is what the backends counted, their probes aside and a request a user at most (a user stopped
+    # while its request was in flight: the backend served it, the user never logged it).
+    sent_by_workers = sum(workers_sent(cluster, ns) for ns in namespaces.values())
+    served = sum(backend_served(cluster, ns) - served_before[r] for r, ns in namespaces.items())
+    print(f"the workers sent {sent_by_workers:.0f}, the backends served {served} (probes included)")
+    assert sent_by_workers <= served <= sent_by_workers + USERS + 2 * probes_within(time.monotonic() - began)
     assert port_forwards(regions["kubeconfig"]) == []
 
 

@@ -15,6 +15,7 @@ from locust import event as locust_event
 from locust import log as locust_log
 from locust import stats as locust_stats
 from locust.exception import StopUser
+from locust.rpc import zmqrpc
 from locust.user.task import TaskSet
 
 import loadtest_locust
@@ -187,3 +188,22 @@ def test_the_changes_are_in_place():
     assert locust_stats.StatsEntry.log is loadtest_locust._log
     assert locust_stats.RequestStats.log_request is loadtest_locust._log_request
     assert locust_event.EventHook.fire is loadtest_locust._fire
+
+
+def test_locusts_client_socket_is_still_the_one_the_patch_sets_a_connect_timeout_on():
+    source = inspect.getsource(zmqrpc.Client)  # the file's, whatever the class holds now
+    assert ('    def __init__(self, host, port, identity):\n'
+            '        BaseSocket.__init__(self, zmq.DEALER, self.ipv4_only(host, port))\n'
+            '        self.socket.setsockopt(zmq.IDENTITY, identity.encode())\n'
+            '        self.socket.connect("tcp://%s:%i" % (host, port))\n') in source
+
+
+def test_a_workers_socket_gives_up_a_connect_that_hangs_and_keeps_its_identity():
+    client = zmqrpc.Client("127.0.0.1", 9, "worker-1")  # the discard port: nothing listens, nothing is sent
+    try:
+        assert client.socket.getsockopt(zmqrpc.zmq.CONNECT_TIMEOUT) == loadtest_locust.CONNECT_TIMEOUT_MS
+        assert client.socket.getsockopt(zmqrpc.zmq.IDENTITY) == b"worker-1"
+        assert client.socket.getsockopt(zmqrpc.zmq.TCP_KEEPALIVE) == 1  # Locust's own options kept
+        assert client.socket.getsockopt(zmqrpc.zmq.LAST_ENDPOINT) == b"tcp://127.0.0.1:9"
+    finally:
+        client.close(linger=0)

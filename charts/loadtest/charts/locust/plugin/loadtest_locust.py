@@ -1,6 +1,14 @@
-"""Changes to Locust's per-request path, applied when the plugin loads. Each is written as it could be offered to
-Locust, and tests/unit/test_locust_patches.py holds each to the code of Locust's it replaces: a Locust that changes
-underneath fails that test, not a run. docs/own-test.md has what each saves per request.
+"""Changes to Locust, applied when the plugin loads (before a worker connects to its master). Each is written as it
+could be offered to Locust, and tests/unit/test_locust_patches.py holds each to the code of Locust's it replaces: a
+Locust that changes underneath fails that test, not a run. docs/own-test.md has what those of the per-request path
+save per request.
+
+- The worker's connect to its master. Locust's client socket has no connect timeout, so a connect whose SYN went to
+  a master pod just deleted (its Service still routed to it for a moment: a helm upgrade that replaces the master)
+  waited for the kernel's SYN retries, one to two minutes, before ZeroMQ tried again; the worker logged "Failed to
+  connect to master" all along and the new master waited for it (a rollout of 78 s where 10 s is usual, on the
+  project's real node, 2026-11-29). The socket now gives a connect up after CONNECT_TIMEOUT_MS and tries again, as
+  ZeroMQ does after a refused one, and the Service routes the new connection afresh.
 
 - The wait between tasks. A user whose wait_time is 0 ends every task in gevent.sleep(0): a trip through the event
   loop (two greenlet switches and a callback) that only matters for a task that never yielded, which would otherwise
@@ -26,6 +34,7 @@ from locust import log as locust_log
 from locust import stats as locust_stats
 from locust.event import EventHook
 from locust.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopTest, StopUser
+from locust.rpc import zmqrpc
 from locust.stats import RequestStats, StatsEntry
 from locust.user.task import TaskSet
 
@@ -129,3 +138,19 @@ RequestStats.log_request = _log_request
 EventHook.add_listener = _add_listener
 EventHook.remove_listener = _remove_listener
 EventHook.fire = _fire
+
+
+# --- the worker's connect to its master -----------------------------------------------------------------------------
+
+CONNECT_TIMEOUT_MS = 1000  # a master that answers at all accepts a connect within milliseconds
+
+
+def _client_init(self: zmqrpc.Client, host: str, port: int, identity: str) -> None:
+    """Locust's zmqrpc.Client.__init__, with a connect timeout set before the connect."""
+    zmqrpc.BaseSocket.__init__(self, zmqrpc.zmq.DEALER, self.ipv4_only(host, port))
+    self.socket.setsockopt(zmqrpc.zmq.CONNECT_TIMEOUT, CONNECT_TIMEOUT_MS)
+    self.socket.setsockopt(zmqrpc.zmq.IDENTITY, identity.encode())
+    self.socket.connect("tcp://%s:%i" % (host, port))
+
+
+zmqrpc.Client.__init__ = _client_init
