@@ -8,8 +8,9 @@ judges no timing (three sessions share its files, `OPTIONS`); the journeys are t
 them, whose judged runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that
 is often busy with something else; the faults' runs are light (a few percent of a core) and judge events and counts,
 each against the run's own clock, not rates; so are the dataplane's modules that judge no rate (`BESIDE`: a
-master's results folder and its bucket, the web UI in a browser, a worker's last report, a swarm its master stops by itself). The dataplane and node layers, which judge rates
-and CPU shares, then run one at a time with nothing beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,
+master's results folder and its bucket, the web UI in a browser, a worker's last report, a swarm its master stops
+by itself). The dataplane and node layers, which judge rates and CPU shares, then run one at a time with nothing
+beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,
 then the slowest tests of the whole suite.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave

@@ -15,7 +15,8 @@ import sys
 
 from loadtest import paths
 from loadtest.capacity import profiles
-from loadtest.runtime import tools
+from loadtest.runtime import releaserun
+from loadtest.runtime.release import Release
 from loadtest_shared import checks
 
 RELEASE = "lt"
@@ -26,10 +27,9 @@ LIGHT = ("--set", "locust.worker.replicas=1", "--set", "locust.target=backend", 
 
 
 def rate_and_revisions(cluster, namespace: str) -> tuple[float, int]:
-    where = ("-n", namespace, "--kubeconfig", str(cluster.kubeconfig))
-    values = json.loads(tools.run("helm", "get", "values", RELEASE, "--all", "-o", "json", *where))
-    history = json.loads(tools.run("helm", "history", RELEASE, "-o", "json", *where))
-    return float(values["locust"]["load"]["arrivalRate"] or 0), len(history)
+    release = Release(RELEASE, namespace, cluster.kubeconfig)
+    revisions = json.loads(release.helm("history", RELEASE, "-o", "json"))
+    return releaserun.rate_of(release.values()["locust"]), len(revisions)
 
 
 def test_a_release_that_cannot_take_its_part_ends_the_run_before_any_load_and_the_others_are_set_back(

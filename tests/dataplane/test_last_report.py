@@ -7,27 +7,19 @@ count (stub_status) is the reference. The stop comes while the target has served
 the master has heard of, so a worker that sent no last report fails the comparison, whatever the report's phase."""
 from __future__ import annotations
 
-import time
-
 from conftest import idle_master
+from helpers import wait_for
 
 from loadtest.runtime.locustweb import LocustWeb
 
 USERS = 10
 UNREPORTED = 300  # requests the target served that the master has not heard of, when the run is stopped
 TIMEOUT_S = 60
+POLL_S = 0.05  # the gap is caught within a few requests of its size
 
 
 def master_count(web: LocustWeb) -> int:
     return sum(entry["num_requests"] for entry in web.stats_entries())
-
-
-def wait(what: str, condition, timeout_s: float = TIMEOUT_S):
-    deadline = time.monotonic() + timeout_s
-    while not (outcome := condition()):
-        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
-        time.sleep(0.05)
-    return outcome
 
 
 def test_once_the_master_says_stopped_it_has_counted_every_request_the_target_served(tmp_path):
@@ -42,11 +34,12 @@ def test_once_the_master_says_stopped_it_has_counted_every_request_the_target_se
 
         before = served()
         web.swarm(USERS, USERS)
-        wait("a first report", lambda: master_count(web) > 0)
-        gap = wait(f"{UNREPORTED} requests served and not yet reported",
-                   lambda: (g := served() - before - master_count(web)) >= UNREPORTED and g)
+        wait_for("a first report", lambda: master_count(web) > 0, TIMEOUT_S, every=POLL_S)
+        gap = wait_for(f"{UNREPORTED} requests served and not yet reported",
+                       lambda: served() - before - master_count(web), TIMEOUT_S, every=POLL_S,
+                       until=lambda g: g >= UNREPORTED)
         web.stop()
-        wait("the run stopped", lambda: web.state()["state"] == "stopped")
+        wait_for("the run stopped", lambda: web.state()["state"] == "stopped", TIMEOUT_S, every=POLL_S)
         counted, target = master_count(web), served() - before
         print(f"{gap} unreported at the stop; then the master counted {counted}, nginx served {target}")
         # A user stopped while its request was in flight: nginx served it, the user never logged it.

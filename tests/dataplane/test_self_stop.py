@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from conftest import idle_master
-from test_last_report import wait
+from helpers import wait_for
 
 USERS = 5
 STOP_AFTER_S = 2
@@ -18,6 +18,6 @@ def test_a_swarm_nobody_stops_is_stopped_by_its_master_after_its_run_time(tmp_pa
     with idle_master(tmp_path, "0.05", TIMEOUT_S) as (_, _, web):
         started = time.monotonic()
         web.swarm(USERS, USERS, stop_after_s=STOP_AFTER_S)
-        wait("the swarm running", lambda: web.state()["state"] == "running")
-        wait("the swarm stopped by its master", lambda: web.state()["state"] == "stopped")
+        wait_for("the swarm running", lambda: web.state()["state"] == "running", TIMEOUT_S)
+        wait_for("the swarm stopped by its master", lambda: web.state()["state"] == "stopped", TIMEOUT_S)
         assert time.monotonic() - started >= STOP_AFTER_S

@@ -36,7 +36,8 @@ from locust.stats import StatsEntry
 
 from loadtest_shared import checks
 
-from loadtest.runtime import http_client, tools
+from loadtest.runtime import http_client, releaserun, tools
+from loadtest.runtime.release import Release
 from loadtest.runtime.cluster import pods
 
 REGIONS = ("region-a", "region-b")
@@ -113,12 +114,6 @@ def union_p(folders, fraction: float) -> float:
     return union.get_response_time_percentile(fraction)
 
 
-def release_rate(cluster, namespace: str) -> float:
-    values = json.loads(tools.run("helm", "get", "values", "lt", "--all", "-o", "json", "-n", namespace,
-                                  "--kubeconfig", str(cluster.kubeconfig)))
-    return float(values["locust"]["load"]["arrivalRate"] or 0)
-
-
 def test_two_regions_start_together_split_one_rate_and_are_judged_each_and_as_one(cluster, regions, tmp_path):
     namespaces = regions["namespaces"]
     out = tmp_path / "run"
@@ -182,7 +177,7 @@ def test_two_regions_start_together_split_one_rate_and_are_judged_each_and_as_on
     # times, and a stall found in them, in docs/regions.md).
     assert "setting back each release's rate: region-a 0, region-b 0" in output
     for namespace in namespaces.values():
-        assert release_rate(cluster, namespace) == 0
+        assert releaserun.rate_of(Release("lt", namespace, cluster.kubeconfig).values()["locust"]) == 0
         wait_ready(cluster, namespace)
 
 
