@@ -11,6 +11,12 @@ steps so far, marked incomplete. An --output folder that holds an earlier sweep 
 Two ways to run: `--local` starts the whole stack on this machine, `--release` drives an installed release through
 `helm upgrade` and Locust's web API, reading the release's Prometheus.
 
+Several releases (regions), `--release lt@us-east-1 --release lt@eu-west-1 --steps 200,400,800`: a users sweep
+whose every step is split over the releases (by --share, else by their workers) and started together in all of
+them; the command opens each release's port-forwards itself. Each region's window is read from its own Prometheus
+and judged; the whole step adds their requests and RPS and takes its percentiles from the union of their requests
+(docs/regions.md). The folder holds the whole's report, and a sub-folder a region its own.
+
 Open model, `--sweep arrival-rate --steps 500,1000,2000` (--local only): each step offers that many requests per
 second, split over the workers and sent on a fixed schedule whatever the target does (the pool of users is sized from
 the rate, so no --users-per-worker, no --wait); each step restarts the Locust master and workers with its rate. Its
@@ -30,10 +36,11 @@ from .. import paths, units
 from ..errors import RunFailed, UsageError
 from ..judging import sweepreport
 from ..capacity import machine
-from ..runtime import cpu, sweep_cluster, sweep_local
-from ..runtime.locustweb import CREDENTIALS_ENV
+from ..runtime import cpu, regionsweep, release, sweep_cluster, sweep_local
+from ..runtime.locustweb import CREDENTIALS_ENV, LocustWeb
+from ..runtime.prom import Prometheus
 from ..runtime.sweeper import Sweeper
-from ..workload import arrival, scenarios, targets
+from ..workload import arrival, regions, scenarios, targets
 from ..workload.sweep import (ARRIVAL_RATE, KINDS, MIN_WARMUP_S, USERS_PER_WORKER, Spec, check_open_model,
                               measured_window, parse_steps)
 from . import types
@@ -92,7 +99,8 @@ def run(args) -> int:
                             if args.local else "what runs is the release's (its values); these options are for "
                             "--local. Change the release with helm upgrade --reuse-values --set ..."))
     if spec.open_model:
-        check_open_model(users_per_worker=args.users_per_worker, wait_s=args.wait, release=args.release)
+        check_open_model(users_per_worker=args.users_per_worker, wait_s=args.wait,
+                         release=" ".join(map(str, args.release or [])) or None)
     if args.local:
         check_machine(spec, args.workers)
         # Checked before the stack starts; a release's scrape interval is read from its Prometheus first thing.
@@ -102,12 +110,16 @@ def run(args) -> int:
             workers=args.workers, wait_s=args.wait, values=sweep_local.parse_set(args.set), spec=spec,
             progress=print)
     else:
+        named = regions.parse_all(args.release)
+        shares = regions.parse_shares(args.share, named)
+        found = release.resolve(named, args.namespace, Path(args.kubeconfig) if args.kubeconfig else None)
+        if len(found) > 1:
+            return run_regions(args, spec, dict(zip((r.region for r in named), found)), shares)
         if not (args.prometheus and args.locust):
             raise UsageError("--release needs --prometheus URL and --locust URL (port-forwards; see NOTES.txt)")
         driver = sweep_cluster.ClusterDriver(
-            args.release, args.namespace, Path(args.chart), args.locust, args.prometheus, spec=spec,
-            kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, locust_credentials=locust_credentials(args),
-            progress=print)
+            found[0], Path(args.chart), LocustWeb(args.locust, locust_credentials(args)), Prometheus(args.prometheus),
+            spec=spec, progress=print)
     out = Path(args.output)
     try:
         with driver:
@@ -123,15 +135,45 @@ def run(args) -> int:
     return 0
 
 
+def run_regions(args, spec: Spec, releases: dict, shares: dict[str, float] | None) -> int:
+    """A users sweep of several releases (regions), each opened through its own port-forwards."""
+    if spec.kind != "users":
+        raise UsageError(f"--sweep {args.sweep} with several --release: a sweep of several releases raises the users, "
+                         "split by --share or by each release's workers; sweep workers or target CPUs on each "
+                         "release on its own")
+    given = [option for option, dest in REGIONS_OPEN_THEMSELVES.items() if getattr(args, dest)]
+    if given:
+        raise UsageError(f"{', '.join(given)} with several --release: the command opens each release's port-forwards "
+                         "and reads its web UI's password from the release's Secret; drop them")
+    out = Path(args.output)
+    try:
+        sweep = regionsweep.run(releases, spec, shares, Path(args.chart), out)
+    except (KeyboardInterrupt, RunFailed):
+        if sweepreport.files_in(out)["json"].exists():
+            print(f"loadtest sweep: ended early; the steps measured so far are in {out} (each region's in its "
+                  "sub-folder), marked incomplete", file=sys.stderr)
+        raise
+    if not sweep.records:
+        raise RunFailed("no step was measured")
+    print_summary(sweep, sweepreport.files_in(out))
+    print("each region's own report: " + ", ".join(str(out / found["folder"]) for found in sweep.regions.values()))
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="raise the load step by step, find the knee, write a sizing report",
                        description=__doc__)
     where = p.add_argument_group("where")
     where.add_argument("--local", action="store_true", help="start the whole stack on this machine (127.0.0.1)")
-    where.add_argument("--release", type=types.release_name, help="drive this installed release (helm upgrade and Locust's web API)",
-                       action=types.once("a sweep drives one release; a sweep across several (regions) is not built: "
-                                         "sweep each release on its own (docs/regions.md)"))
-    where.add_argument("--namespace", type=types.namespace, default="default", help="the release's namespace (default: default)")
+    where.add_argument("--release", metavar="[NAMESPACE/]NAME[@CONTEXT]", action="append", type=types.region,
+                       help="drive this installed release (helm upgrade and Locust's web API); repeat it for one users "
+                            "sweep from several releases (regions), each step's users split over them, started "
+                            "together, judged per region and as one (docs/regions.md)")
+    where.add_argument("--namespace", type=types.namespace,
+                       help="the releases' namespace where --release names none (default: the context's, else default)")
+    where.add_argument("--share", action="append", default=[], metavar="REGION=PERCENT",
+                       help="with several --release: a region's share of each step's users (repeat it for every "
+                            "region, adding up to 100%%; default: split by each release's workers)")
     where.add_argument("--prometheus", type=types.url, help="the release's Prometheus, e.g. http://127.0.0.1:9090 (port-forward)")
     where.add_argument("--locust", type=types.url, help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward)")
     where.add_argument("--locust-auth-file", metavar="FILE", type=types.existing_file,
@@ -175,6 +217,9 @@ def register(sub) -> None:
 
 # The options of one place to sweep that the other has no use for: given there, they are refused, not ignored.
 RELEASE_ONLY = {"--prometheus": "prometheus", "--locust": "locust", "--locust-auth-file": "locust_auth_file",
-                "--chart": "chart", "--kubeconfig": "kubeconfig", "--namespace": "namespace"}
+                "--chart": "chart", "--kubeconfig": "kubeconfig", "--namespace": "namespace", "--share": "share"}
+# The options that reach one release's master and Prometheus: several releases are reached by the command itself.
+REGIONS_OPEN_THEMSELVES = {option: RELEASE_ONLY[option] for option in ("--prometheus", "--locust",
+                                                                       "--locust-auth-file")}
 LOCAL_ONLY = {"--scenario": "scenario", "--target": "target", "--tls-mode": "tls_mode", "--workers": "workers",
               "--wait": "wait", "--set": "set"}

@@ -26,6 +26,7 @@ class Measured:
     target_cpu_ratio: float | None  # the target's mean share of its CPUs; None where not measured
     window: verdict.Window
     arrival: Figures | None  # the open model's; None in the closed model
+    response_times: dict[float, float]  # the window's requests per response time in ms, as Locust rounds it
 
     @property
     def failure_ratio(self) -> float | None:

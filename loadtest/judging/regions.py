@@ -14,6 +14,8 @@ from dataclasses import replace
 from loadtest_shared import checks, verdict
 
 from ..errors import UsageError
+from .knee import Step
+from .sweepreport import StepRecord
 
 # `us-east-1:p99<300ms`: a check on one region. The region is what comes before the last ':' outside a request name
 # (an EKS context, an ARN, holds ':' of its own; a request name in brackets may too).
@@ -66,3 +68,32 @@ def combined(verdicts: dict[str, verdict.Verdict | None]) -> tuple[verdict.Verdi
             return verdict.Verdict(kind, "; ".join(f"{r}: {v.reason}" for r, v in limited.items()), first.cause), None
     first = next(iter(verdicts.values()))
     return verdict.Verdict(verdict.HEALTHY, f"every region healthy ({', '.join(verdicts)})", first.cause), None
+
+
+def whole_step(index: int, load: int, p99_bound_ms: float | None,
+               parts: dict[str, tuple[StepRecord, dict[float, float], verdict.Verdict]]) -> tuple[StepRecord, str]:
+    """A sweep step of several regions as one: each region's record, its window's requests per response time (as
+    Locust rounds it) and its verdict, merged. Requests, failures and RPS add up (each region's RPS over its own
+    window); the percentiles are Locust's over the union of the windows' requests, never a mean of the regions';
+    the verdict is the regions' combined one. Returns the whole's record and its verdict's reason."""
+    records = {region: record for region, (record, _, _) in parts.items()}
+    union: dict[float, float] = {}
+    for _, counts, _ in parts.values():
+        for ms, n in counts.items():
+            union[ms] = union.get(ms, 0.0) + n
+    p50, p95, p99 = (round(checks.percentile(union, q), 1) if union else 0.0 for q in (0.5, 0.95, 0.99))
+    v, _ = combined({region: v for region, (_, _, v) in parts.items()})
+    requests = sum(r.requests for r in records.values())
+    failures = sum(r.failures for r in records.values())
+    cores = [r.target_cpu_cores for r in records.values()]
+    step = Step(index, load, sum(r.step.rps for r in records.values()), p95,
+                failures / requests if requests else 1.0, v.kind == verdict.GENERATOR_BOUND, p99_ms=p99,
+                p99_bound_ms=p99_bound_ms)
+    return StepRecord(
+        step=step, start=min(r.start for r in records.values()), end=max(r.end for r in records.values()),
+        p50_ms=p50, p99_ms=p99, requests=requests, failures=failures,
+        users=sum(r.users for r in records.values()), workers=sum(r.workers for r in records.values()),
+        worker_cpu_max=max(r.worker_cpu_max for r in records.values()),
+        worker_cpu_cores=sum(r.worker_cpu_cores for r in records.values()),
+        target_cpus=sum(r.target_cpus for r in records.values()),
+        target_cpu_cores=None if None in cores else sum(cores), verdict=v.kind, targets=len(records)), v.reason

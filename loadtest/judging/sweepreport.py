@@ -43,6 +43,10 @@ class StepRecord:
     late_users_share: float | None = None  # share of the slots started late for want of a free user
     late_cpu_share: float | None = None  # share of the slots started late by a worker woken late (its CPU)
     service_p99_ms: float | None = None  # p99 from the actual send (the latency columns are from the slot)
+    # A sweep of several releases (regions): how far apart their swarms began, the first start sent to the last
+    # answered (None for one release), and how many targets target_cpus is over (one a region).
+    start_skew_s: float | None = None
+    targets: int = 1
 
     @property
     def late_share(self) -> float | None:
@@ -58,6 +62,8 @@ class Sweep:
     sweep_of: str  # what the steps raise: "users", "workers" or "target CPUs"
     records: list[StepRecord] = field(default_factory=list)
     incomplete: str | None = None  # why the sweep ended before its plan did (interrupted, a failed step), if it did
+    # A sweep of several releases: each region's release, its folder (its own report) and its part of each step.
+    regions: dict[str, dict] | None = None
 
     @property
     def knee(self) -> Knee:
@@ -157,7 +163,12 @@ def sizing_table(sweep: Sweep) -> str:
     lines = [f"| CPUs | users | {offered}RPS | TLS TPS | p95 (ms) |{p99} instance type | monthly cost (USD) | note |",
              "|---|---|---|---|---|---|---|---|" + ("---|---|" if open_model else "")]
     for r in sweep.records:
-        inst = target_instance(r.target_cpus)
+        # Several regions' targets: each its own instance, sized by its share of the CPUs (each region's own table
+        # has its exact one).
+        each = r.target_cpus / r.targets
+        inst = target_instance(each)
+        cpus, name = ((f"{r.target_cpus:g}", inst.name) if r.targets == 1
+                      else (f"{r.targets} x {each:g}", f"{r.targets} x {inst.name}"))
         rps, tps = ("-", f"{r.step.rps:,.0f}") if tls else (f"{r.step.rps:,.0f}", "-")
         note = ("generator-bound: not the target's capacity" if r.step.generator_saturated
                 else f"knee: {r.step.failure_ratio:.1%} failed" if r.step == knee.knee_step and failing(r.step)
@@ -165,8 +176,8 @@ def sizing_table(sweep: Sweep) -> str:
                 if r.step == knee.knee_step and rate_slipped(r.step)
                 else "knee" if r.step == knee.knee_step else "capacity" if r.step == knee.capacity_step else "")
         cells = (f"{r.offered_rps:,g} | " if open_model else "", f" {r.p99_ms:g} |" if open_model else "")
-        lines.append(f"| {r.target_cpus:g} | {r.users:,} | {cells[0]}{rps} | {tps} | {r.step.p95_ms:g} |{cells[1]} "
-                     f"{inst.name} | {inst.monthly_usd:,.0f} | {note} |")
+        lines.append(f"| {cpus} | {r.users:,} | {cells[0]}{rps} | {tps} | {r.step.p95_ms:g} |{cells[1]} "
+                     f"{name} | {r.targets * inst.monthly_usd:,.0f} | {note} |")
     return "\n".join(lines)
 
 
@@ -284,6 +295,7 @@ def write(sweep: Sweep, out: Path) -> dict[str, Path]:
         "knee_step": k.knee_step.index + 1 if k.knee_step else None,
         "generator_bound_step": k.generator_bound_at.index + 1 if k.generator_bound_at else None,
         "records": [asdict(r) for r in sweep.records],
+        **({"regions": sweep.regions} if sweep.regions else {}),
     }, indent=2) + "\n")
     replace_file(files["html"], html_page(sweep))
     replace_file(files["markdown"], markdown(sweep))

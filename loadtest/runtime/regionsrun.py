@@ -104,6 +104,7 @@ def users_by_region(opened: dict[str, releaserun.Opened], users: int, shares: di
 
 def run(releases: dict[str, Release], users: int, shares: dict[str, float] | None, spawn_rate: float,
         run_time_s: int, region_checks: dict[str, list[checks.Check]], out: Path, progress=print) -> Several:
+    progress = together.one_line_at_a_time(progress)
     with contextlib.ExitStack() as stack:
         opened = open_all(releases, stack, progress)
         split = users_by_region(opened, users, shares)

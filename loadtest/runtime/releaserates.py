@@ -56,6 +56,7 @@ def shown(rate: float) -> str:
 @contextlib.contextmanager
 def applied(changes: list[RateChange], chart: Path, progress=print):
     """Every release at its part of the run's rate while the block runs, and set back after it, however it ends."""
+    progress = together.one_line_at_a_time(progress)
     moved = [change for change in changes if change.part != change.before]
     whole = sum(change.part for change in changes)
     for change in changes:

@@ -20,16 +20,15 @@ WORKERS_TIMEOUT_S = 300
 
 
 class ClusterDriver:
-    def __init__(self, release: str, namespace: str, chart: Path, locust_url: str | None,
-                 prometheus_url: str | None, *, spec: Spec, kubeconfig: Path | None = None,
-                 locust_credentials: str | None = None, progress=print):
+    def __init__(self, installed: Release, chart: Path, locust: LocustWeb | None, prometheus: Prometheus | None, *,
+                 spec: Spec, progress=print):
+        """`locust` and `prometheus`: the release's master's web UI and its Prometheus, reached (port-forwards)."""
+        release = installed.name
         if spec.open_model:  # before anything reads the release
             check_open_model(users_per_worker=None, wait_s=0, release=release)
-        self.release, self.namespace, self.chart, self.kubeconfig = release, namespace, chart, kubeconfig
+        self.installed, self.release, self.namespace, self.chart = installed, release, installed.namespace, chart
         self.spec, self.progress = spec, progress
-        self.locust = LocustWeb(locust_url, locust_credentials) if locust_url else None
-        self.prometheus = Prometheus(prometheus_url) if prometheus_url else None
-        self.installed = Release(release, namespace, kubeconfig)
+        self.locust, self.prometheus = locust, prometheus
         self.values = self.installed.values()
         locust = self.values.get("locust", {})
         self.target = locust.get("target", "backend")
@@ -99,7 +98,7 @@ class ClusterDriver:
         node_types = {part: v.get(part, {}).get("nodeType") or "any" for part in ("locust", self.target)}
         return {
             "scenario": v.get("locust", {}).get("scenario", "?"),
-            "target": f"{self.target} (release {self.release}, namespace {self.namespace})",
+            "target": f"{self.target} ({self.installed})",
             "node types": ", ".join(f"{part}: {t}" for part, t in node_types.items()),
             "versions": f"chart {paths.chart_version(self.chart)}, Locust image {v.get('locust', {}).get('image', {}).get('tag')}",
             "workers": f"{self.workers} at {v.get('locust', {}).get('worker', {}).get('cpu')} each",

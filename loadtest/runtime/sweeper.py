@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
+import threading
 import time
 from pathlib import Path
 from typing import Protocol
@@ -43,6 +44,7 @@ PROGRESS_EVERY_S = 5
 # The kinds of the master's loadtest_faults_total (plugin/loadtest_faults.py) that the verdict weighs.
 FAULT_LOSSES, FAULT_SILENCES = ("worker lost", "worker quit"), ("target silent",)
 SPAWN_TIMEOUT_S = 120
+PERCENTILES = (0.5, 0.95, 0.99)
 
 
 class SweepFailed(RunFailed):
@@ -142,7 +144,9 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
     def over(expr: str) -> float | None:
         return prometheus.scalar(expr, edges.end)
 
-    percentiles = window_percentiles(prometheus, sel, start_at, end) or dict.fromkeys((0.5, 0.95, 0.99), 0.0)
+    counts = window_counts(prometheus, sel, start_at, end)
+    percentiles = ({q: checks.percentile(counts, q) for q in PERCENTILES} if counts
+                   else dict.fromkeys(PERCENTILES, 0.0))
     open_model = arrival_window(prometheus, sel, start_at, end)
     return Measured(
         start=edges.start, end=edges.end, requests=edges.requests, failures=edges.failures,
@@ -151,7 +155,8 @@ def measure(prometheus: Prometheus, release: str, end: float, hold_s: int, scrap
         worker_cpu=prometheus.values(f"avg_over_time(loadtest:worker_cpu_saturation:ratio{{{sel}}}[{r}])", edges.end),
         worker_cpu_cores=over(f"sum(avg_over_time(locust_worker_cpu_usage_cores{{{sel}}}[{r}]))") or 0.0,
         target_cpu_ratio=over(f"sum(avg_over_time(loadtest:target_cpu_saturation:ratio{{{sel}}}[{r}]))"),
-        window=verdict_window(prometheus, release, edges, start_at, open_model), arrival=open_model)
+        window=verdict_window(prometheus, release, edges, start_at, open_model), arrival=open_model,
+        response_times=counts)
 
 
 def verdict_window(prometheus: Prometheus, release: str, edges: Edges, start_at: float,
@@ -196,13 +201,12 @@ def verdict_window(prometheus: Prometheus, release: str, edges: Edges, start_at:
     return window
 
 
-def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: float,
-                       histogram: tuple[str, str] = ("locust_responses_total", "response_time_ms")
-                       ) -> dict[float, float] | None:
-    """The window's p50, p95 and p99 in ms as Locust computes them (loadtest_shared.checks.percentile, its own
-    rounding), from a histogram the master exports (`histogram`: its series and its bucket's label; every request's
-    response time by default) at the scrapes at or before `start_at` and `end`: the window's own requests, not a
-    mean of the rolling percentiles that cover each scrape's last ~10 s. None where the window counted none."""
+def window_counts(prometheus: Prometheus, sel: str, start_at: float, end: float,
+                  histogram: tuple[str, str] = ("locust_responses_total", "response_time_ms")) -> dict[float, float]:
+    """The window's requests per response time in ms as Locust rounds it, from a histogram the master exports
+    (`histogram`: its series and its bucket's label; every request's response time by default) at the scrapes at
+    or before `start_at` and `end`: the window's own requests, from which its percentiles are Locust's
+    (loadtest_shared.checks.percentile) and several regions' windows add up exactly."""
     series, bucket = histogram
 
     def counts(at: float) -> dict[float, float]:
@@ -210,8 +214,7 @@ def window_percentiles(prometheus: Prometheus, sel: str, start_at: float, end: f
                 for s in prometheus.query(f"sum by ({bucket}) ({series}{{{sel}}})", at)}
 
     before = counts(start_at)
-    window = {ms: n - before.get(ms, 0.0) for ms, n in counts(end).items() if n > before.get(ms, 0.0)}
-    return {q: checks.percentile(window, q) for q in (0.5, 0.95, 0.99)} if window else None
+    return {ms: n - before.get(ms, 0.0) for ms, n in counts(end).items() if n > before.get(ms, 0.0)}
 
 
 def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float) -> arrival.Figures | None:
@@ -228,73 +231,99 @@ def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float
     slots = counted(f"sum(locust_worker_arrival_slots_total{{{sel}}})")
     late = {cause: counted(f'sum(locust_worker_late_starts_total{{{sel}, cause="{cause}"}})')
             for cause in ("users", "cpu")}
-    service = window_percentiles(prometheus, sel, start_at, end, ("locust_service_times_total", "service_time_ms"))
+    service = window_counts(prometheus, sel, start_at, end, ("locust_service_times_total", "service_time_ms"))
     probes, lagged = (counted(f"sum(locust_arrival_loop_{kind}_total{{{sel}}})") for kind in ("probes", "lagged"))
-    return arrival.Figures(offered, slots, late, {0.99: service[0.99]} if service else {},
+    return arrival.Figures(offered, slots, late, {0.99: checks.percentile(service, 0.99)} if service else {},
                            lagged / probes if probes > 0 else None)
+
+
+def interrupted_at(index: int, steps: int, e: BaseException) -> str:
+    """Why a sweep ended during a step: Ctrl-C, or the step's failure."""
+    if isinstance(e, KeyboardInterrupt):
+        return f"interrupted during step {index + 1} of {steps}"
+    return f"step {index + 1} of {steps} failed: {e}"
+
+
+def stops_at(sweep: sweepreport.Sweep, progress) -> bool:
+    """True, said, where the steps so far end the sweep: the generator saturated (more load would only measure it)
+    or the knee was found."""
+    knee, at = sweep.knee, len(sweep.records)
+    if knee.generator_bound_at is not None:
+        progress(f"stopping: the generator saturated at step {at}; more load would only measure the generator")
+        return True
+    if knee.found:
+        progress(f"stopping: knee at step {at} ({knee_reason(knee.knee_step)})")
+        return True
+    return False
+
+
+class StepStopped(RunFailed):
+    """A step told to stop from outside (another region's step failed, or Ctrl-C reached the command)."""
 
 
 class Sweeper:
     def __init__(self, driver: Driver, spec: Spec, progress=print, report_dir: Path | None = None):
         self.driver, self.spec, self.progress, self.report_dir = driver, spec, progress, report_dir
         self.rates = PerSecond()
+        self.stopping = threading.Event()  # set from another thread: the step in progress ends (StepStopped)
+        self.swarm_sent = self.swarm_answered = 0.0  # the last step's swarm request: sent, and answered (unix time)
 
     def save(self, sweep: sweepreport.Sweep) -> None:
         if self.report_dir is not None and (sweep.records or sweep.incomplete):
             sweepreport.write(sweep, self.report_dir)
 
-    def run(self) -> sweepreport.Sweep:
+    def conditions(self, scrape_s: float) -> dict[str, str]:
+        """What a report says the sweep ran under: where, the steps, the model, the windows, Prometheus, the date."""
         d, spec = self.driver, self.spec
-        scrape_s = d.prometheus.scrape_interval_s()
-        measured_window(spec.hold_s, scrape_s)
         model = ({"model": "open: each step sends its rate of requests (requests/s, all workers together) whatever "
                            "the target does; latency from each request's slot, service time from its send"}
                  if spec.open_model else {})
         if spec.p99_bound_ms is not None:
             model["latency bound"] = f"p99 at most {spec.p99_bound_ms:g} ms: a step above it is the knee"
-        sweep = sweepreport.Sweep(conditions={
+        return {
             **d.conditions(), "sweep": f"{KINDS[spec.kind]} {', '.join(map(str, spec.loads))}", **model,
             "warm-up per step": f"{spec.warmup_s} s", "measured window per step": f"{spec.hold_s} s",
             "Prometheus": f"{d.prometheus.version()}, scrape every {scrape_s:g} s",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        }, sweep_of=KINDS[spec.kind])
+        }
+
+    def run(self) -> sweepreport.Sweep:
+        d, spec = self.driver, self.spec
+        scrape_s = d.prometheus.scrape_interval_s()
+        measured_window(spec.hold_s, scrape_s)
+        sweep = sweepreport.Sweep(conditions=self.conditions(scrape_s), sweep_of=KINDS[spec.kind])
         try:
             for index, load in enumerate(spec.loads):
                 try:
                     record = self.step(index, load, scrape_s)
                 except (KeyboardInterrupt, RunFailed) as e:
-                    sweep.incomplete = (f"interrupted during step {index + 1} of {len(spec.loads)}"
-                                        if isinstance(e, KeyboardInterrupt)
-                                        else f"step {index + 1} of {len(spec.loads)} failed: {e}")
+                    sweep.incomplete = interrupted_at(index, len(spec.loads), e)
                     self.save(sweep)
                     raise
                 sweep.records.append(record)
                 self.save(sweep)
-                knee = sweep.knee
-                if knee.generator_bound_at is not None:
-                    self.progress(f"stopping: the generator saturated at step {index + 1}; more load would only "
-                                  "measure the generator")
-                    break
-                if knee.found:
-                    self.progress(f"stopping: knee at step {index + 1} ({knee_reason(knee.knee_step)})")
+                if stops_at(sweep, self.progress):
                     break
         finally:
-            try:
-                d.locust.stop()
-            except LocustWebError:
-                pass
+            self.stop_swarm()
         return sweep
+
+    def stop_swarm(self) -> None:
+        try:
+            self.driver.locust.stop()
+        except LocustWebError:
+            pass
 
     def step(self, index: int, load: int, scrape_s: float) -> sweepreport.StepRecord:
         """One step: the load set and swarmed, warmed up, measured over its window, judged and recorded."""
         of = f"step {index + 1}/{len(self.spec.loads)}"
         self.start(of, load)
         f, target_cores = self.measure_window(of, scrape_s)
-        return self.record(of, index, load, f, target_cores)
+        return self.record(of, index, load, f, target_cores)[0]
 
     def start(self, of: str, load: int) -> None:
         """The step's load set where the sweep varies it (workers, the target's CPUs, the rate), and its users
-        swarmed."""
+        swarmed (the swarm request's times kept: swarm_sent, swarm_answered)."""
         d, spec = self.driver, self.spec
         if spec.kind == "workers":
             d.set_workers(load)
@@ -306,7 +335,9 @@ class Sweeper:
         what = f"{load:,} requests/s from a pool of {users} users" if spec.open_model else f"{users} users"
         self.progress(f"{of}: {KINDS[spec.kind]} {load}: {what} on {d.workers} worker(s), target at "
                       f"{d.target_cpus} CPU(s); warm-up {spec.warmup_s} s, then {spec.hold_s} s measured")
+        self.swarm_sent = time.time()
         d.locust.swarm(users, spec.spawn_rate or users)
+        self.swarm_answered = time.time()
         d.locust.wait_users(users, SPAWN_TIMEOUT_S)
 
     def measure_window(self, of: str, scrape_s: float) -> tuple[Measured, float | None]:
@@ -337,8 +368,9 @@ class Sweeper:
         return dataclasses.replace(f, window=window), sum(target_samples) / len(target_samples)
 
     def record(self, of: str, index: int, load: int, f: Measured, target_cores: float | None
-               ) -> sweepreport.StepRecord:
-        """The step judged (the knee's Step, the verdict), said in a line, and its record for the report."""
+               ) -> tuple[sweepreport.StepRecord, verdict.Verdict]:
+        """The step judged (the knee's Step, the verdict), said in a line: its record for the report, and its
+        verdict."""
         d, spec = self.driver, self.spec
         busiest = max(f.worker_cpu, default=0.0)
         v = verdict.judge(f.window)
@@ -366,14 +398,15 @@ class Sweeper:
             **({"offered_rps": a.offered_rps, "late_users_share": a.late_share("users"),
                 "late_cpu_share": a.late_share("cpu"),
                 "service_p99_ms": None if (p99 := a.service_time_ms.get(0.99)) is None else round(p99, 1)}
-               if a else {}))
+               if a else {})), v
 
     def watch(self, of: str, phase: str, seconds: int, sample: bool) -> None:
         """Wait `seconds`, printing Locust's live figures every few seconds (and sampling CPU when measuring)."""
         started = time.monotonic()
         last_print = started
         while (elapsed := time.monotonic() - started) < seconds:
-            time.sleep(min(1.0, seconds - elapsed))
+            if self.stopping.wait(min(1.0, seconds - elapsed)):
+                raise StepStopped(f"{of} stopped during its {phase}")
             if sample:
                 self.driver.sample()
             now = time.monotonic()

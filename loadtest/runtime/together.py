@@ -25,3 +25,15 @@ def at_once(work: dict[str, Callable[[], None]], on_interrupt: Callable[[], None
         for thread in threads:
             thread.join()
         return True
+
+
+def one_line_at_a_time(progress: Callable[[str], None]) -> Callable[[str], None]:
+    """`progress` for several threads: each line said whole (print writes a line and its newline apart, so two
+    threads' lines could run into one)."""
+    lock = threading.Lock()
+
+    def say(line: str) -> None:
+        with lock:
+            progress(line)
+
+    return say

@@ -34,6 +34,9 @@ class Region:
     namespace: str | None  # None: the context's namespace, or --namespace
     context: str | None  # a kube context; None: kubectl's current one
 
+    def __str__(self) -> str:  # as the user names it: [NAMESPACE/]NAME[@CONTEXT]
+        return f"{self.namespace + '/' if self.namespace else ''}{self.name}{'@' + self.context if self.context else ''}"
+
     @property
     def region(self) -> str:
         if self.context:

@@ -25,8 +25,8 @@ HAPROXY = ("--set", "haproxy.enabled=true", "--set", "locust.target=haproxy", "-
 
 def driver(cluster, namespace, kind: str) -> sweep_cluster.ClusterDriver:
     spec = sweep.Spec(kind, [1, 2], warmup_s=15, hold_s=180, users_per_worker=50, spawn_rate=0)
-    return sweep_cluster.ClusterDriver(RELEASE, namespace, paths.CHART, None, None, spec=spec,
-                                       kubeconfig=cluster.kubeconfig, progress=lambda line: None)
+    return sweep_cluster.ClusterDriver(release.Release(RELEASE, namespace, cluster.kubeconfig), paths.CHART, None,
+                                       None, spec=spec, progress=lambda line: None)
 
 
 def deployment(cluster, namespace, component) -> dict:
@@ -66,8 +66,8 @@ def test_a_target_cpu_sweep_needs_an_nginx_or_haproxy_target(cluster, node_group
     with pytest.raises(sweep.SweepError, match="needs locust.target nginx or haproxy"):
         driver(cluster, namespace, "target-cpus")
     with pytest.raises(release.ReleaseError, match="no release 'missing' in namespace"):
-        sweep_cluster.ClusterDriver("missing", namespace, paths.CHART, None, None,
-                                    spec=sweep.Spec("users", [1], 15, 180, 50, 0), kubeconfig=cluster.kubeconfig)
+        sweep_cluster.ClusterDriver(release.Release("missing", namespace, cluster.kubeconfig), paths.CHART, None,
+                                    None, spec=sweep.Spec("users", [1], 15, 180, 50, 0))
 
 
 def test_the_sweep_sets_back_the_values_it_changed_when_it_ends(cluster, node_group, namespace, helm):

@@ -13,7 +13,10 @@ back after) and is whole: both began within a second; each region offered its pa
 whole is held to their sum; the whole's p99 is Locust's own over the union of both regions' requests (Locust's
 StatsEntry merging the regions' own statistics, as their masters gave them); a check on one region and one on the
 whole are judged. The second, in the closed model, is interrupted: each region keeps what it collected, and the
-requests the workers sent, by their own never-reset count, are the backends' own counts. The last run loses a
+requests the workers sent, by their own never-reset count, are the backends' own counts. A sweep of both regions
+(`loadtest sweep` with two --release, two steps) swarms each step's halves together, reads each region's window from
+its own Prometheus, and its whole step's p99 is Locust's own over the union of both windows' requests (each
+master's histogram at the window's edge scrapes, merged by Locust's StatsEntry). The last run loses a
 region: its master's process is killed mid-run, and the run names that
 region lost, when, and what it cost, the other region's part whole.
 """
@@ -29,7 +32,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import container_processes, install, master, pod_ip, port_forwards, wait_ready
+from conftest import Prometheus, container_processes, install, master, pod_ip, port_forwards, wait_ready
 from helpers import wait_for_line
 from interrupt import foreground_job, press_ctrl_c
 from locust.stats import StatsEntry
@@ -46,6 +49,8 @@ WAIT_S = 0.05  # each user's pause between requests: about 200 RPS a region, lig
 RUN_S = 15  # a verdict in each region (and so its offered rate, from its Prometheus) needs 11 s of every user running
 LOST_RUN_S = 15  # a region's master killed at its second live line, some 6 s in
 RATE = 120  # the open model's requests/s over both regions, split 75 % / 25 %: light for one 300m worker each
+SCRAPE_S = 1
+SWEEP_STEPS = (6, 12)  # users over both regions, split by their workers (one each): 3 and 6 a region
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +61,8 @@ def regions(cluster, helm, tmp_path_factory, module_namespace_pair):
         install(helm, namespace, "--set", "locust.worker.cpu=300m",
                 "--set", "locust.master.resources.requests.cpu=50m",
                 "--set", "monitoring.prometheus.resources.requests.cpu=50m",
+                # A sweep's window holds whole scrapes and whole 3 s worker reports: 3 s at a 1 s scrape.
+                "--set", f"monitoring.prometheus.scrapeInterval={SCRAPE_S}s",
                 "--set", "locust.extraEnv[0].name=LOADTEST_WAIT", "--set-string", f"locust.extraEnv[0].value={WAIT_S}")
     for namespace in module_namespace_pair:
         wait_ready(cluster, namespace)
@@ -70,10 +77,10 @@ def regions(cluster, helm, tmp_path_factory, module_namespace_pair):
     return {"kubeconfig": kubeconfig, "namespaces": dict(zip(REGIONS, module_namespace_pair))}
 
 
-def loadtest_run(kubeconfig, out, *args: str) -> subprocess.Popen:
+def loadtest_run(kubeconfig, out, *args: str, command: str = "run") -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("LOADTEST_LOCUST_AUTH", None)  # each region's credentials come from its release's Secret
-    return subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--release", f"lt@{REGIONS[0]}",
+    return subprocess.Popen([sys.executable, "-m", "loadtest", command, "--release", f"lt@{REGIONS[0]}",
                              "--release", f"lt@{REGIONS[1]}", "--kubeconfig", str(kubeconfig), "--output", str(out),
                              *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             preexec_fn=foreground_job)
@@ -181,9 +188,64 @@ def test_two_regions_start_together_split_one_rate_and_are_judged_each_and_as_on
         wait_ready(cluster, namespace)
 
 
+def window_counts(cluster, namespace: str, record: dict) -> dict[int, float]:
+    """A region's requests per response time (ms, as Locust rounds it) between a sweep step's edge scrapes, read
+    from the master's histogram in the region's own Prometheus."""
+    prometheus = Prometheus(cluster, namespace)
+
+    def at(t: float) -> dict[int, float]:
+        return {int(float(s["metric"]["response_time_ms"])): float(s["value"][1]) for s in prometheus.query(
+            'sum by (response_time_ms) (locust_responses_total{release="lt"})', t)}
+
+    before = at(record["start"])
+    return {ms: n - before.get(ms, 0.0) for ms, n in at(record["end"]).items() if n > before.get(ms, 0.0)}
+
+
+def test_a_sweep_of_two_regions_steps_both_together_and_merges_each_window(cluster, regions, tmp_path):
+    """`loadtest sweep` with two --release: each step's users split over the regions, swarmed together, each
+    region's window read from its own Prometheus and judged, the whole step merged."""
+    out = tmp_path / "sweep"
+    proc = loadtest_run(regions["kubeconfig"], out, "--steps", ",".join(map(str, SWEEP_STEPS)), "--warmup", "6s",
+                        "--hold", "3s", command="sweep")
+    output, _ = proc.communicate(timeout=600)
+    print(output)
+    assert proc.returncode == 0, output
+    whole = json.loads((out / "sweep.json").read_text())
+    assert whole["complete"] and len(whole["records"]) == len(SWEEP_STEPS), whole["incomplete"]
+    skews = re.findall(r"every region started within (\d+) ms", output)
+    assert len(skews) == len(SWEEP_STEPS) and all(int(ms) < 1000 for ms in skews), skews
+    assert [r["start_skew_s"] for r in whole["records"]] == [pytest.approx(int(ms) / 1000, abs=0.001) for ms in skews]
+    own = {region: json.loads((out / found["folder"] / "sweep.json").read_text())
+           for region, found in whole["regions"].items()}
+    assert set(own) == set(REGIONS)
+    for index, load in enumerate(SWEEP_STEPS):
+        step = whole["records"][index]
+        parts = {region: sweep["records"][index] for region, sweep in own.items()}
+        # Each region swarmed its half, measured a window of its own and gave a verdict.
+        assert [p["users"] for p in parts.values()] == [load // 2] * 2 and step["users"] == load
+        assert all(p["verdict"] and p["requests"] > 0 for p in parts.values()), parts
+        # The whole adds the regions' requests and each one's rate over its own window.
+        assert step["requests"] == sum(p["requests"] for p in parts.values())
+        assert step["step"]["rps"] == pytest.approx(sum(p["step"]["rps"] for p in parts.values()))
+        # Its p99 is Locust's own over the union of both windows' requests, as each master's histogram counted
+        # them (read here from each region's Prometheus at the edge scrapes, merged by Locust's StatsEntry).
+        union = StatsEntry(None, "Aggregated", "", use_response_times_cache=False)
+        for region, namespace in regions["namespaces"].items():
+            for ms, n in window_counts(cluster, namespace, parts[region]).items():
+                union.response_times[ms] = union.response_times.get(ms, 0) + int(n)
+                union.num_requests += int(n)
+        assert union.num_requests == step["requests"]
+        assert step["p99_ms"] == union.get_response_time_percentile(0.99)
+        assert step["verdict"] in {p["verdict"] for p in parts.values()}
+    for namespace in regions["namespaces"].values():  # every swarm stopped at the end
+        assert master(cluster, namespace).status()["state"] == "stopped"
+    assert not port_forwards(regions["kubeconfig"])
+
+
 def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, regions, tmp_path):
     namespaces = regions["namespaces"]
     served_before = {r: backend_served(cluster, ns) for r, ns in namespaces.items()}
+    sent_before = {r: workers_sent(cluster, ns) for r, ns in namespaces.items()}  # the runs before this one's
     began = time.monotonic()
     out = tmp_path / "run"
     proc = loadtest_run(regions["kubeconfig"], out, "--users", str(USERS), "--run-time", "5m")
@@ -209,7 +271,7 @@ def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, reg
     # What the workers sent, by their own count (never reset, and whole once stopped: each sends its last report
     # on the stop), is what the backends counted, their probes aside and a request a user at most (a user stopped
     # while its request was in flight: the backend served it, the user never logged it).
-    sent_by_workers = sum(workers_sent(cluster, ns) for ns in namespaces.values())
+    sent_by_workers = sum(workers_sent(cluster, ns) - sent_before[r] for r, ns in namespaces.items())
     served = sum(backend_served(cluster, ns) - served_before[r] for r, ns in namespaces.items())
     print(f"the workers sent {sent_by_workers:.0f}, the backends served {served} (probes included)")
     assert sent_by_workers <= served <= sent_by_workers + USERS + 2 * probes_within(time.monotonic() - began)

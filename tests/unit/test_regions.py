@@ -14,7 +14,8 @@ from locust.stats import StatsEntry
 from loadtest_shared import checks, results, verdict
 
 from loadtest.errors import UsageError
-from loadtest.judging import regions as judged
+from loadtest.judging import regions as judged, sweepreport
+from loadtest.judging.knee import Step
 from loadtest.workload import regions
 
 
@@ -194,6 +195,55 @@ def test_the_wholes_percentiles_are_locusts_own_over_the_union_of_the_regions_re
         assert total.requests == union.num_requests
         for fraction in checks.PERCENTILES.values():
             assert total.percentiles_ms[fraction] == union.get_response_time_percentile(fraction), fraction
+
+
+def sweep_record(rps: float, requests: int, failures: int, kind: str, target_cores=1.0) -> sweepreport.StepRecord:
+    return sweepreport.StepRecord(step=Step(0, 10, rps, 0.0, failures / requests, kind == verdict.GENERATOR_BOUND),
+                                  start=1000.0 + rps, end=1015.0 + rps, p50_ms=0.0, p99_ms=0.0, requests=requests,
+                                  failures=failures, users=10, workers=1, worker_cpu_max=rps / 1000,
+                                  worker_cpu_cores=0.5, target_cpus=2, target_cpu_cores=target_cores, verdict=kind)
+
+
+def test_a_sweep_steps_whole_adds_the_regions_and_its_percentiles_are_locusts_over_their_union():
+    """A sweep step of several regions (loadtest sweep with several --release): each region's window counted as
+    Locust rounds each response time, the whole's percentiles Locust's own StatsEntry over every request of both."""
+    rng = random.Random(5757)
+    for _ in range(40):
+        windows = {region: [rng.choice([0.4, 2.6, 7, 31.2, 140, 988.7, 1230, 4100, 12345]) for _ in
+                            range(rng.randint(1, 300))] for region in ("us-east-1", "eu-west-1")}
+        union = StatsEntry(None, "Aggregated", "", use_response_times_cache=False)
+        parts = {}
+        for region, times in windows.items():
+            own = StatsEntry(None, "Aggregated", "", use_response_times_cache=False)
+            for ms in times:
+                own.log(ms, 0)
+                union.log(ms, 0)
+            kind = rng.choice([verdict.HEALTHY, verdict.GENERATOR_BOUND, verdict.TARGET_BOUND])
+            parts[region] = (sweep_record(len(times) / 15, len(times), len(times) // 10, kind),
+                             {float(ms): float(n) for ms, n in own.response_times.items()},
+                             verdict.Verdict(kind, f"{region} {kind}", None))
+        whole, reason = judged.whole_step(1, 20, None, parts)
+        assert whole.requests == sum(len(t) for t in windows.values())
+        assert whole.step.rps == pytest.approx(sum(len(t) for t in windows.values()) / 15)
+        assert whole.failures == sum(len(t) // 10 for t in windows.values())
+        for got, fraction in ((whole.p50_ms, 0.5), (whole.step.p95_ms, 0.95), (whole.p99_ms, 0.99)):
+            assert got == union.get_response_time_percentile(fraction), fraction
+        kinds = {v.kind for _, _, v in parts.values()}
+        assert whole.verdict == next(k for k in (verdict.GENERATOR_BOUND, verdict.TARGET_BOUND, verdict.HEALTHY)
+                                     if k in kinds)
+        assert whole.step.generator_saturated == (verdict.GENERATOR_BOUND in kinds)
+        assert (whole.workers, whole.users, whole.target_cpus, whole.target_cpu_cores) == (2, 20, 4, 2.0)
+
+
+def test_a_sweep_steps_whole_has_no_target_cores_where_a_region_did_not_measure_them():
+    parts = {region: (sweep_record(100.0, 1500, 0, verdict.HEALTHY, cores), {3.0: 1500.0},
+                      verdict.Verdict(verdict.HEALTHY, "fine", None)) for region, cores in (("a", 1.5), ("b", None))}
+    whole, _ = judged.whole_step(0, 20, 200.0, parts)
+    assert whole.target_cpu_cores is None and whole.step.p99_bound_ms == 200.0 and whole.p99_ms == 3.0
+    # The sizing table sizes each region's target on its own: two 2-CPU targets are two c5n.large, not a 4-CPU one.
+    row = sweepreport.sizing_table(sweepreport.Sweep({}, "users", [whole])).splitlines()[2]
+    large = sweepreport.target_instance(2)
+    assert row.startswith("| 2 x 2 | 20 |") and f"| 2 x {large.name} | {2 * large.monthly_usd:,.0f} |" in row, row
 
 
 def test_the_wholes_rps_is_the_sum_of_each_regions_over_its_own_window():

@@ -161,7 +161,7 @@ class NoWorkers:
                 "haproxy": {}, "monitoring": {"enabled": True}}
 
 
-def test_a_release_without_a_worker_is_refused_naming_the_value_before_any_load(monkeypatch, tmp_path):
+def test_a_release_without_a_worker_is_refused_naming_the_value_before_any_load(tmp_path):
     """Issue #56: a judged run or a sweep of a release with locust.worker.replicas 0 waited for workers that never
     come; now both refuse it as bad input, naming the value and the upgrade that sets it."""
     import pytest
@@ -173,7 +173,6 @@ def test_a_release_without_a_worker_is_refused_naming_the_value_before_any_load(
     with pytest.raises(UsageError, match="locust.worker.replicas 0: no worker would send the load"):
         releaserun.run(NoWorkers(), 10, 10, 60, tmp_path / "run")
     assert not (tmp_path / "run").exists()
-    monkeypatch.setattr(sweep_cluster, "Release", NoWorkers)
     spec = sweep.Spec("users", [10, 20], warmup_s=sweep.MIN_WARMUP_S, hold_s=30, users_per_worker=10, spawn_rate=0)
     with pytest.raises(UsageError, match="--set locust.worker.replicas=N"):
-        sweep_cluster.ClusterDriver("lt", "lt", tmp_path, None, None, spec=spec)
+        sweep_cluster.ClusterDriver(NoWorkers(), tmp_path, None, None, spec=spec)
