@@ -30,8 +30,9 @@ from ..workload import regions as split_regions
 from ..workload.sweep import USERS_PER_WORKER
 from . import releaserun, together
 from .release import Release
+from .sweeper import MASTER_SILENT_S
 
-LOST_AFTER_S = 5  # a master silent this long is lost, not slow (it answers the web UI's calls within a second)
+LOST_AFTER_S = MASTER_SILENT_S
 START_SKEW_S = 1.0  # the regions' starts must fall within this of each other
 BARRIER_TIMEOUT_S = 60  # every region opened: the start requests go out at once
 

@@ -9,6 +9,7 @@ import json
 import os
 import selectors
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -132,7 +133,12 @@ class Release:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         try:
-            yield f"http://127.0.0.1:{_forwarded_port(proc, service['metadata']['name'])}"
+            port = _forwarded_port(proc, service["metadata"]["name"])
+            # kubectl writes a line for every connection it forwards: a pipe nobody reads fills (64 KiB, some 2,200
+            # connections) and stops kubectl, the forward with it.
+            for stream in (proc.stdout, proc.stderr):
+                threading.Thread(target=_drain, args=(stream,), daemon=True).start()
+            yield f"http://127.0.0.1:{port}"
         finally:
             proc.terminate()
             try:
@@ -140,6 +146,11 @@ class Release:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _drain(stream) -> None:
+    for _ in stream:
+        pass
 
 
 def _forwarded_port(proc: subprocess.Popen, service: str) -> int:

@@ -44,6 +44,7 @@ PROGRESS_EVERY_S = 5
 # The kinds of the master's loadtest_faults_total (plugin/loadtest_faults.py) that the verdict weighs.
 FAULT_LOSSES, FAULT_SILENCES = ("worker lost", "worker quit"), ("target silent",)
 SPAWN_TIMEOUT_S = 120
+MASTER_SILENT_S = 5  # a master silent this long is lost, not slow (it answers the web UI's calls within a second)
 PERCENTILES = (0.5, 0.95, 0.99)
 
 
@@ -257,6 +258,10 @@ def stops_at(sweep: sweepreport.Sweep, progress) -> bool:
     return False
 
 
+class MasterGone(SweepFailed):
+    """The master of a step's swarm lost mid-step: silent, or running no swarm (restarted)."""
+
+
 class StepStopped(RunFailed):
     """A step told to stop from outside (another region's step failed, or Ctrl-C reached the command)."""
 
@@ -401,12 +406,14 @@ class Sweeper:
                if a else {})), v
 
     def watch(self, of: str, phase: str, seconds: int, sample: bool) -> None:
-        """Wait `seconds`, printing Locust's live figures every few seconds (and sampling CPU when measuring)."""
+        """Wait `seconds`, printing Locust's live figures every few seconds (and sampling CPU when measuring). A
+        master lost meanwhile fails the step at once (MasterGone), not at its window's end."""
         started = time.monotonic()
-        last_print = started
+        last_print, silent_since = started, None
         while (elapsed := time.monotonic() - started) < seconds:
             if self.stopping.wait(min(1.0, seconds - elapsed)):
                 raise StepStopped(f"{of} stopped during its {phase}")
+            silent_since = self.check_master(of, phase, silent_since)
             if sample:
                 self.driver.sample()
             now = time.monotonic()
@@ -414,6 +421,25 @@ class Sweeper:
                 last_print = now
                 self.progress(f"  {of} {phase} {now - started:4.0f}/{seconds} s  "
                               f"{live_line(self.driver.locust, self.rates)}")
+
+    def check_master(self, of: str, phase: str, silent_since: float | None) -> float | None:
+        """The master still running the step's swarm; since when it has been silent (None: it answered). Silent for
+        MASTER_SILENT_S, or ready for a new run (it restarted: its statistics and the step's swarm gone), it is
+        lost."""
+        try:
+            state = self.driver.locust.state()["state"]
+        except LocustWebError as e:
+            silent_since = silent_since or time.monotonic()
+            if time.monotonic() - silent_since >= MASTER_SILENT_S:
+                raise MasterGone(f"{of}: the Locust master has not answered for {MASTER_SILENT_S} s during the "
+                                 f"{phase} ({e}): its pod gone, or the way to it (port-forward) lost") from None
+            return silent_since
+        if state not in ("spawning", "running"):
+            why = ("a new master: the one that ran the step restarted, its statistics gone" if state == "ready" else
+                   "its swarm was stopped: in its web UI, or its pod is shutting down")
+            raise MasterGone(f"{of}: the Locust master is {state} during the {phase}, where it ran the step's swarm "
+                             f"({why})")
+        return None
 
 
 def live_line(locust: LocustWeb, rates: PerSecond, seen=lambda entries: None) -> str:

@@ -13,12 +13,13 @@ back after) and is whole: both began within a second; each region offered its pa
 whole is held to their sum; the whole's p99 is Locust's own over the union of both regions' requests (Locust's
 StatsEntry merging the regions' own statistics, as their masters gave them); a check on one region and one on the
 whole are judged. The second, in the closed model, is interrupted: each region keeps what it collected, and the
-requests the workers sent, by their own never-reset count, are the backends' own counts. A sweep of both regions
-(`loadtest sweep` with two --release, two steps) swarms each step's halves together, reads each region's window from
-its own Prometheus, and its whole step's p99 is Locust's own over the union of both windows' requests (each
-master's histogram at the window's edge scrapes, merged by Locust's StatsEntry). The last run loses a
-region: its master's process is killed mid-run, and the run names that
-region lost, when, and what it cost, the other region's part whole.
+requests the workers sent, by their own never-reset count, are the backends' own counts. Then a sweep of both
+regions (`loadtest sweep` with two --release): its first step's halves are swarmed together, each region's window is
+read from its own Prometheus, and the whole step's percentiles are Locust's own over the union of both windows'
+requests (each master's histogram at the window's edge scrapes, merged by Locust's StatsEntry); region-a's master
+pod deleted in the second step's warm-up ends the sweep, naming the region, the first step kept. The last run loses
+a region: its master's process is killed mid-run, and the run names that region lost, when, and what it cost, the
+other region's part whole.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from locust.stats import StatsEntry
 from loadtest_shared import checks
 
 from loadtest.runtime import http_client, releaserun, tools
+from loadtest.runtime.locustweb import LocustWeb
 from loadtest.runtime.release import Release
 from loadtest.runtime.cluster import pods
 
@@ -50,6 +52,7 @@ RUN_S = 15  # a verdict in each region (and so its offered rate, from its Promet
 LOST_RUN_S = 15  # a region's master killed at its second live line, some 6 s in
 RATE = 120  # the open model's requests/s over both regions, split 75 % / 25 %: light for one 300m worker each
 SCRAPE_S = 1
+FORWARDED_CONNECTIONS = 2600  # each "Handling connection for 8089" line is 29 bytes: the pipe holds 2,260
 SWEEP_STEPS = (6, 12)  # users over both regions, split by their workers (one each): 3 and 6 a region
 
 
@@ -201,45 +204,15 @@ def window_counts(cluster, namespace: str, record: dict) -> dict[int, float]:
     return {ms: n - before.get(ms, 0.0) for ms, n in at(record["end"]).items() if n > before.get(ms, 0.0)}
 
 
-def test_a_sweep_of_two_regions_steps_both_together_and_merges_each_window(cluster, regions, tmp_path):
-    """`loadtest sweep` with two --release: each step's users split over the regions, swarmed together, each
-    region's window read from its own Prometheus and judged, the whole step merged."""
-    out = tmp_path / "sweep"
-    proc = loadtest_run(regions["kubeconfig"], out, "--steps", ",".join(map(str, SWEEP_STEPS)), "--warmup", "6s",
-                        "--hold", "3s", command="sweep")
-    output, _ = proc.communicate(timeout=600)
-    print(output)
-    assert proc.returncode == 0, output
-    whole = json.loads((out / "sweep.json").read_text())
-    assert whole["complete"] and len(whole["records"]) == len(SWEEP_STEPS), whole["incomplete"]
-    skews = re.findall(r"every region started within (\d+) ms", output)
-    assert len(skews) == len(SWEEP_STEPS) and all(int(ms) < 1000 for ms in skews), skews
-    assert [r["start_skew_s"] for r in whole["records"]] == [pytest.approx(int(ms) / 1000, abs=0.001) for ms in skews]
-    own = {region: json.loads((out / found["folder"] / "sweep.json").read_text())
-           for region, found in whole["regions"].items()}
-    assert set(own) == set(REGIONS)
-    for index, load in enumerate(SWEEP_STEPS):
-        step = whole["records"][index]
-        parts = {region: sweep["records"][index] for region, sweep in own.items()}
-        # Each region swarmed its half, measured a window of its own and gave a verdict.
-        assert [p["users"] for p in parts.values()] == [load // 2] * 2 and step["users"] == load
-        assert all(p["verdict"] and p["requests"] > 0 for p in parts.values()), parts
-        # The whole adds the regions' requests and each one's rate over its own window.
-        assert step["requests"] == sum(p["requests"] for p in parts.values())
-        assert step["step"]["rps"] == pytest.approx(sum(p["step"]["rps"] for p in parts.values()))
-        # Its p99 is Locust's own over the union of both windows' requests, as each master's histogram counted
-        # them (read here from each region's Prometheus at the edge scrapes, merged by Locust's StatsEntry).
-        union = StatsEntry(None, "Aggregated", "", use_response_times_cache=False)
-        for region, namespace in regions["namespaces"].items():
-            for ms, n in window_counts(cluster, namespace, parts[region]).items():
-                union.response_times[ms] = union.response_times.get(ms, 0) + int(n)
-                union.num_requests += int(n)
-        assert union.num_requests == step["requests"]
-        assert step["p99_ms"] == union.get_response_time_percentile(0.99)
-        assert step["verdict"] in {p["verdict"] for p in parts.values()}
-    for namespace in regions["namespaces"].values():  # every swarm stopped at the end
-        assert master(cluster, namespace).status()["state"] == "stopped"
-    assert not port_forwards(regions["kubeconfig"])
+def test_a_port_forward_outlives_more_connections_than_its_output_pipe_holds(cluster, regions):
+    """kubectl port-forward writes a line for every connection it forwards; a command that never read them filled
+    the pipe (64 KiB, some 2,200 connections: a long run's or sweep's calls once a second) and kubectl stopped,
+    its forward with it."""
+    release = Release("lt", regions["namespaces"][REGIONS[0]], cluster.kubeconfig)
+    with release.port_forward("locust-master", "web") as url:
+        web = LocustWeb(url, release.web_credentials())
+        for _ in range(FORWARDED_CONNECTIONS):
+            assert web.state()["state"] in ("ready", "stopped")
 
 
 def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, regions, tmp_path):
@@ -278,6 +251,57 @@ def test_ctrl_c_stops_every_region_and_each_keeps_what_it_collected(cluster, reg
     assert port_forwards(regions["kubeconfig"]) == []
 
 
+def test_a_sweep_of_two_regions_steps_them_together_merges_each_window_and_ends_on_a_lost_one(cluster, regions,
+                                                                                             tmp_path):
+    """`loadtest sweep` with two --release: the first step's halves swarmed together, each region's window read
+    from its own Prometheus and judged, the whole step merged; a region's master killed in the second step ends the
+    sweep there, naming it, with the first step kept and every swarm stopped."""
+    namespaces = regions["namespaces"]
+    out = tmp_path / "sweep"
+    proc = loadtest_run(regions["kubeconfig"], out, "--steps", ",".join(map(str, SWEEP_STEPS)), "--warmup", "6s",
+                        "--hold", "3s", command="sweep")
+    # Region-a's master pod deleted, as a node drained or a pod evicted: its master quits (its workers with it, to
+    # join the next master), and the port-forward to it is lost.
+    wait_for_line(proc, f"[{REGIONS[0]}]   step 2/2 warm-up", 180)
+    cluster.kubectl("delete", "pod", "-n", namespaces[REGIONS[0]], "-l", "app.kubernetes.io/component=locust-master",
+                    "--wait=false")
+    output, _ = proc.communicate(timeout=300)
+    print(output)
+    assert proc.returncode == checks.RUN_FAILED, output
+    whole = json.loads((out / "sweep.json").read_text())
+    # Found lost in the warm-up (silent, or ready for a new run: a new master), not at the window's end.
+    assert not whole["complete"] and whole["incomplete"].startswith(
+        f"step 2 of 2 failed: region {REGIONS[0]}: step 2/2: the Locust master "), whole["incomplete"]
+    assert "during the warm-up" in whole["incomplete"], whole["incomplete"]
+    (step,) = whole["records"]
+    assert step["start_skew_s"] < 1.0, step  # the first swarm request sent to the last answered
+    own = {region: json.loads((out / found["folder"] / "sweep.json").read_text())
+           for region, found in whole["regions"].items()}
+    assert set(own) == set(REGIONS) and all(o["incomplete"] == whole["incomplete"] for o in own.values())
+    parts = {region: sweep["records"][0] for region, sweep in own.items()}
+    # Each region swarmed its half, measured a window of its own and gave a verdict.
+    assert [p["users"] for p in parts.values()] == [SWEEP_STEPS[0] // 2] * 2 and step["users"] == SWEEP_STEPS[0]
+    assert all(p["verdict"] and p["requests"] > 0 for p in parts.values()), parts
+    # The whole adds the regions' requests and each one's rate over its own window.
+    assert step["requests"] == sum(p["requests"] for p in parts.values())
+    assert step["step"]["rps"] == pytest.approx(sum(p["step"]["rps"] for p in parts.values()))
+    # Its percentiles are Locust's own over the union of both windows' requests, as each master's histogram counted
+    # them (read here from each region's Prometheus at the edge scrapes, merged by Locust's StatsEntry).
+    union = StatsEntry(None, "Aggregated", "", use_response_times_cache=False)
+    for region, namespace in namespaces.items():
+        for ms, n in window_counts(cluster, namespace, parts[region]).items():
+            union.response_times[ms] = union.response_times.get(ms, 0) + int(n)
+            union.num_requests += int(n)
+    assert union.num_requests == step["requests"]
+    assert (step["p50_ms"], step["step"]["p95_ms"], step["p99_ms"]) == tuple(
+        union.get_response_time_percentile(q) for q in (0.5, 0.95, 0.99))
+    assert step["verdict"] in {p["verdict"] for p in parts.values()}
+    # The other region's swarm stopped; nothing of the sweep is left loading or forwarding.
+    assert master(cluster, namespaces[REGIONS[1]]).state()["state"] == "stopped"
+    assert not port_forwards(regions["kubeconfig"])
+    wait_ready(cluster, namespaces[REGIONS[0]])
+
+
 def test_a_region_whose_master_is_killed_is_named_lost_and_the_other_goes_on(cluster, regions, tmp_path):
     namespaces = regions["namespaces"]
     out = tmp_path / "run"
@@ -301,4 +325,3 @@ def test_a_region_whose_master_is_killed_is_named_lost_and_the_other_goes_on(clu
     assert result["figures"]["Aggregated"]["requests"] >= other["figures"]["Aggregated"]["requests"]
     # The lost region's master came back as a new one, idle: nothing of the run is left loading.
     wait_ready(cluster, namespaces[REGIONS[1]])
-
