@@ -101,7 +101,7 @@ def run(releases: dict[str, Release], spec: Spec, shares: dict[str, float] | Non
         try:
             for index, (load, part) in enumerate(zip(spec.loads, steps)):
                 try:
-                    record = _step(sweepers, index, load, part, scrape, mine, progress)
+                    record = _step(sweepers, spec, index, load, part, scrape, mine, progress)
                 except (KeyboardInterrupt, RunFailed) as e:
                     whole.incomplete = interrupted_at(index, len(spec.loads), e)
                     for region, s in sweepers.items():
@@ -119,11 +119,12 @@ def run(releases: dict[str, Release], spec: Spec, shares: dict[str, float] | Non
     return whole
 
 
-def _step(sweepers: dict[str, Sweeper], index: int, load: int, part: dict[str, int], scrape: dict[str, float],
-          mine: dict[str, sweepreport.Sweep], progress) -> sweepreport.StepRecord:
+def _step(sweepers: dict[str, Sweeper], spec: Spec, index: int, load: int, part: dict[str, int],
+          scrape: dict[str, float], mine: dict[str, sweepreport.Sweep], progress) -> sweepreport.StepRecord:
     """One step in every region at once: each swarms its part at the barrier and measures its window; the whole's
-    record merged from theirs. A region's failure stops the others' steps and fails the step, naming it."""
-    of = f"step {index + 1}/{len(next(iter(sweepers.values())).spec.loads)}"
+    record merged from theirs. A region's failure stops the others' steps and fails the step, naming it (what the
+    others measured of it stays in their own reports)."""
+    of = f"step {index + 1}/{len(spec.loads)}"
     barrier = threading.Barrier(len(sweepers))
     measured, failed = {}, {}
 
@@ -143,7 +144,7 @@ def _step(sweepers: dict[str, Sweeper], index: int, load: int, part: dict[str, i
         except threading.BrokenBarrierError:
             pass  # another region failed before its start, or Ctrl-C
         except RunFailed as e:
-            if not any(s.stopping.is_set() for s in sweepers.values()):
+            if not any(other.stopping.is_set() for other in sweepers.values()):
                 failed[region] = e
             stop_all()
 
@@ -151,18 +152,17 @@ def _step(sweepers: dict[str, Sweeper], index: int, load: int, part: dict[str, i
                                    stop_all)
     for s in sweepers.values():
         s.stopping.clear()
+    for region, (record, _, _) in measured.items():
+        mine[region].records.append(record)
+        sweepers[region].save(mine[region])
     if interrupted:
         raise KeyboardInterrupt
     if failed:
         region, e = next(iter(failed.items()))
         raise RunFailed(f"region {region}: {e}; the other regions' steps were stopped")
-    for region, (record, _, _) in measured.items():
-        mine[region].records.append(record)
-        sweepers[region].save(mine[region])
     sent = min(s.swarm_sent for s in sweepers.values())
     skew = max(s.swarm_answered for s in sweepers.values()) - sent
-    whole, reason = judged_regions.whole_step(index, load, next(iter(sweepers.values())).spec.p99_bound_ms,
-                                              measured)
+    whole, reason = judged_regions.whole_step(index, load, spec.p99_bound_ms, measured)
     whole = dataclasses.replace(whole, start_skew_s=round(skew, 3))
     f = whole.step
     progress(f"{of} whole: {f.rps:,.0f} RPS, p95 {f.p95_ms:.1f} ms, p99 {whole.p99_ms:.1f} ms, failures "
