@@ -26,7 +26,9 @@ class Measured:
     target_cpu_ratio: float | None  # the target's mean share of its CPUs; None where not measured
     window: verdict.Window
     arrival: Figures | None  # the open model's; None in the closed model
-    response_times: dict[float, float]  # the window's requests per response time in ms, as Locust rounds it
+    # The window's requests per response time in ms, as Locust rounds it, where Prometheus counted them (a window
+    # of several releases merges them); a local run's percentiles are Locust's own statistics.
+    response_times: dict[float, float] = dataclasses.field(default_factory=dict)
 
     @property
     def failure_ratio(self) -> float | None:
