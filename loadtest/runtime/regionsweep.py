@@ -45,8 +45,10 @@ def parts_of(load: int, weights: dict[str, float]) -> dict[str, int]:
     return parts
 
 
-def sweepers_for(opened: dict, spec: Spec, chart: Path, out: Path, progress) -> dict[str, Sweeper]:
-    """A one-release sweeper a region, each writing its own report in the region's sub-folder; a release the sweep
+def sweepers_for(opened: dict, spec: Spec, weights: dict[str, float], chart: Path, out: Path, progress
+                 ) -> dict[str, Sweeper]:
+    """A one-release sweeper a region, each writing its own report in the region's sub-folder and starting its users
+    at its share of the spawn rate (every region's ramp ends together, as the whole's would); a release the sweep
     cannot read or drive is refused, naming its region."""
     sweepers = {}
     for region, o in opened.items():
@@ -58,11 +60,12 @@ def sweepers_for(opened: dict, spec: Spec, chart: Path, out: Path, progress) -> 
                              f"{o.rate:g}); a users sweep needs the closed model: helm upgrade --reuse-values --set "
                              "locust.load.arrivalRate=0, or sweep rates with `loadtest run --arrival-rate`")
         say = lambda line, r=region: progress(f"[{r}] {line}")  # noqa: E731
+        mine = dataclasses.replace(spec, spawn_rate=spec.spawn_rate * weights[region] / sum(weights.values()))
         try:
-            driver = ClusterDriver(o.release, chart, o.web, o.prometheus, spec=spec, progress=say)
+            driver = ClusterDriver(o.release, chart, o.web, o.prometheus, spec=mine, progress=say)
         except UsageError as e:
             raise UsageError(f"region {region}: {e}") from None
-        sweepers[region] = Sweeper(driver, spec, progress=say,
+        sweepers[region] = Sweeper(driver, mine, progress=say,
                                    report_dir=out / split_regions.folder_name(region))
     return sweepers
 
@@ -73,8 +76,8 @@ def run(releases: dict[str, Release], spec: Spec, shares: dict[str, float] | Non
     progress = together.one_line_at_a_time(progress)
     with contextlib.ExitStack() as stack:
         opened = regionsrun.open_all(releases, stack, progress)
-        sweepers = sweepers_for(opened, spec, chart, out, progress)
         weights = split_regions.weights(shares, {region: o.workers for region, o in opened.items()})
+        sweepers = sweepers_for(opened, spec, weights, chart, out, progress)
         steps = [parts_of(load, weights) for load in spec.loads]
         scrape = {region: s.driver.prometheus.scrape_interval_s() for region, s in sweepers.items()}
         for region, scrape_s in scrape.items():

@@ -176,3 +176,40 @@ def test_a_release_without_a_worker_is_refused_naming_the_value_before_any_load(
     spec = sweep.Spec("users", [10, 20], warmup_s=sweep.MIN_WARMUP_S, hold_s=30, users_per_worker=10, spawn_rate=0)
     with pytest.raises(UsageError, match="--set locust.worker.replicas=N"):
         sweep_cluster.ClusterDriver(NoWorkers(), tmp_path, None, None, spec=spec)
+
+
+class Installed:
+    """An installed release as helm reads it back: interactive, closed model, `workers` workers."""
+
+    namespace = "lt"
+
+    def __init__(self, name: str, workers: int):
+        self.name, self.workers = name, workers
+
+    def values(self):
+        return {"locust": {"mode": "interactive", "target": "haproxy", "worker": {"replicas": self.workers}},
+                "haproxy": {}, "monitoring": {"enabled": True}}
+
+
+def test_a_regions_sweep_splits_each_steps_users_and_the_spawn_rate_as_the_workers_and_refuses_a_step_too_small(
+        tmp_path):
+    from loadtest.errors import UsageError
+    from loadtest.runtime import regionsweep, releaserun
+    from loadtest.runtime.prom import Prometheus
+    from loadtest.workload import regions, sweep
+
+    opened = {name: releaserun.Opened(Installed(name, workers), Installed(name, workers).values()["locust"], None,
+                                      Prometheus("http://127.0.0.1:9"), workers)
+              for name, workers in (("us", 3), ("eu", 1))}
+    weights = regions.weights(None, {name: o.workers for name, o in opened.items()})
+    spec = sweep.Spec("users", [8, 40], warmup_s=sweep.MIN_WARMUP_S, hold_s=30, users_per_worker=50, spawn_rate=20)
+    sweepers = regionsweep.sweepers_for(opened, spec, weights, tmp_path, tmp_path / "out", lambda line: None)
+    assert {name: s.spec.spawn_rate for name, s in sweepers.items()} == {"us": 15, "eu": 5}
+    assert {name: s.report_dir.name for name, s in sweepers.items()} == {"us": "us", "eu": "eu"}
+    assert [regionsweep.parts_of(load, weights) for load in spec.loads] == [{"us": 6, "eu": 2}, {"us": 30, "eu": 10}]
+    with pytest.raises(UsageError, match=r"--steps 1: region eu would get no user of the split \(us 1, eu 0\)"):
+        regionsweep.parts_of(1, weights)
+    # A release in the open model has no users to sweep: refused, naming its region and the way back.
+    opened["eu"].locust["load"] = {"arrivalRate": 100}
+    with pytest.raises(UsageError, match=r"region eu: .* runs the open model \(locust.load.arrivalRate 100\)"):
+        regionsweep.sweepers_for(opened, spec, weights, tmp_path, tmp_path / "out", lambda line: None)
