@@ -105,11 +105,8 @@ def register(sub) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--store", default=str(RUNS), metavar="PATH|s3://BUCKET/PREFIX",
                        help=f"folder of run folders (default {RUNS}, where `loadtest run` writes them), or a bucket")
-    where.add_argument("--release", metavar="[NAMESPACE/]NAME[@CONTEXT]", action="append", type=types.region,
-                       help="the store of this release's judged runs (locust.results: its PVC or its bucket); "
-                            "repeat it for several regions: a copy, a table and a page each")
-    p.add_argument("--namespace", type=types.namespace,
-                   help="the releases' namespace where --release names none (default: the context's, else default)")
+    types.add_releases(where, p, "the store of this release's judged runs (locust.results: its PVC or its bucket); "
+                       "repeat it for several regions: a copy, a table and a page each")
     p.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig of the release's cluster (default: kubectl's)")
     p.add_argument("--baseline", metavar="RUN", help="pin this run (its folder name in the store) as the baseline")
     p.add_argument("--output", help=f"the HTML page (default STORE/{history.PAGE})")

@@ -238,15 +238,9 @@ def register(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--local", action="store_true", help="run the whole stack on this machine (127.0.0.1)")
-    where.add_argument("--release", metavar="[NAMESPACE/]NAME[@CONTEXT]", action="append", type=types.region,
-                       help="drive this installed release (locust.mode interactive) through port-forwards; repeat it "
-                            "for one run from several releases (regions), each in its kube context, started "
-                            "together and judged per region and as one (docs/regions.md)")
-    p.add_argument("--namespace", type=types.namespace,
-                   help="the releases' namespace where --release names none (default: the context's, else default)")
-    p.add_argument("--share", action="append", default=[], metavar="REGION=PERCENT",
-                   help="a region's share of the users or of --arrival-rate (repeat it for every region, adding up to "
-                        "100%%; default: split by each release's workers)")
+    types.add_releases(where, p, "drive this installed release (locust.mode interactive) through port-forwards; "
+                       "repeat it for one run from several releases (regions), each in its kube context, started "
+                       "together and judged per region and as one (docs/regions.md)", "the users or of --arrival-rate")
     p.add_argument("--kubeconfig", type=types.existing_file, help="kubeconfig of the release's cluster (default: kubectl's)")
     p.add_argument("--chart", type=types.existing_folder, default=str(paths.CHART),
                    help="with --release and --arrival-rate: the chart each release is upgraded with to its part of "

@@ -165,15 +165,9 @@ def register(sub) -> None:
                        description=__doc__)
     where = p.add_argument_group("where")
     where.add_argument("--local", action="store_true", help="start the whole stack on this machine (127.0.0.1)")
-    where.add_argument("--release", metavar="[NAMESPACE/]NAME[@CONTEXT]", action="append", type=types.region,
-                       help="drive this installed release (helm upgrade and Locust's web API); repeat it for one users "
-                            "sweep from several releases (regions), each step's users split over them, started "
-                            "together, judged per region and as one (docs/regions.md)")
-    where.add_argument("--namespace", type=types.namespace,
-                       help="the releases' namespace where --release names none (default: the context's, else default)")
-    where.add_argument("--share", action="append", default=[], metavar="REGION=PERCENT",
-                       help="with several --release: a region's share of each step's users (repeat it for every "
-                            "region, adding up to 100%%; default: split by each release's workers)")
+    types.add_releases(where, where, "drive this installed release (helm upgrade and Locust's web API); repeat it "
+                       "for one users sweep from several releases (regions), each step's users split over them, "
+                       "started together, judged per region and as one (docs/regions.md)", "each step's users")
     where.add_argument("--prometheus", type=types.url, help="the release's Prometheus, e.g. http://127.0.0.1:9090 (port-forward)")
     where.add_argument("--locust", type=types.url, help="the release's Locust web UI, e.g. http://127.0.0.1:8089 (port-forward)")
     where.add_argument("--locust-auth-file", metavar="FILE", type=types.existing_file,

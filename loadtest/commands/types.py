@@ -154,3 +154,18 @@ def url(text: str) -> str:
     if port == 0:
         raise argparse.ArgumentTypeError(f"{text!r}: its port is not a number from 1 to 65535")
     return text
+
+
+def add_releases(where, options, release_help: str, share_of: str | None = None) -> None:
+    """--release (repeated: several releases, regions), --namespace and, where a load is split over them, --share
+    (`share_of`: what is split), as run, sweep and history take them; --release goes in `where`, the others in
+    `options`."""
+    where.add_argument("--release", metavar="[NAMESPACE/]NAME[@CONTEXT]", action="append", type=region,
+                       help=release_help)
+    options.add_argument("--namespace", type=namespace,
+                         help="the releases' namespace where --release names none (default: the context's, else "
+                              "default)")
+    if share_of:
+        options.add_argument("--share", action="append", default=[], metavar="REGION=PERCENT",
+                             help=f"a region's share of {share_of} (repeat it for every region, adding up to 100%%; "
+                                  "default: split by each release's workers)")

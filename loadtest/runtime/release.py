@@ -79,10 +79,13 @@ class Release:
     def __str__(self) -> str:
         return f"release {self.name} (namespace {self.namespace}{f', context {self.context}' if self.context else ''})"
 
-    def values(self) -> dict:
-        """The release's values, defaults included (helm get values --all)."""
+    def values(self, defaults: bool = True) -> dict:
+        """The release's values, the chart's defaults included (helm get values --all), or only those its installs and
+        upgrades set (defaults=False: what `--set KEY=null` removed is gone from them, where helm's --all can still
+        show it until the next upgrade: helm/helm#30765)."""
         try:
-            return json.loads(self.helm("get", "values", self.name, "--all", "-o", "json") or "{}")
+            return json.loads(self.helm("get", "values", self.name, *(("--all",) if defaults else ()), "-o", "json")
+                              or "null") or {}
         except ReleaseError as e:
             if "not found" in str(e):
                 raise ReleaseMissing(f"no release {self.name!r} in namespace {self.namespace}"

@@ -10,6 +10,7 @@ command upgraded is set back: no region is left at a rate nobody asked for, or l
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ class RateChange:
 def parts(releases: dict[str, Release], rate: float, shares: dict[str, float] | None) -> list[RateChange]:
     """Each release's part of `rate`: by the shares given, else by its workers (its capacity); refused before
     anything changes for a release this command cannot drive (not interactive, no worker, not there)."""
+    for region, release in releases.items():
+        refuse_beside_a_rate(region, release, release.values(defaults=False))
     found = {region: release.values().get("locust", {}) for region, release in releases.items()}
     workers = {region: workers_of(releases[region], locust) for region, locust in found.items()}
     split = split_regions.split_rate(rate, split_regions.weights(shares, workers))
@@ -46,6 +49,24 @@ def parts(releases: dict[str, Release], rate: float, shares: dict[str, float] | 
         raise UsageError(f"--arrival-rate {rate:g}: region {empty[0]} would get no part of it "
                          f"({', '.join(f'{r} {p:g}' for r, p in split.items())}); give a higher rate")
     return [RateChange(region, releases[region], rate_of(found[region]), split[region]) for region in releases]
+
+
+def refuse_beside_a_rate(region: str, release: Release, values: dict) -> None:
+    """A release whose values (those set on it: the chart's defaults take a rate) a rate cannot go with (a user
+    count, a step load: the chart refuses the pair) is refused before anything changes, in the settings' own words,
+    with the upgrade that clears the value."""
+    def chart_value(setting: settings.Setting):
+        found = values
+        for part in (setting.value or "").split("."):
+            found = found.get(part) if isinstance(found, dict) else None
+        return found
+
+    for rule in settings.EXCLUSIVE:
+        held = chart_value(rule.second) if rule.first is settings.ARRIVAL_RATE and rule.second.value else None
+        if held is not None and held is not False:
+            raise UsageError(f"region {region}: " + rule.message(
+                "--arrival-rate", f"its {rule.second.value} {json.dumps(held)}", "drop --arrival-rate",
+                f"helm upgrade {release.name} --reuse-values --set {rule.second.value}={rule.second.off}"))
 
 
 def shown(rate: float) -> str:

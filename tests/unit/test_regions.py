@@ -317,3 +317,30 @@ def test_a_several_release_run_is_refused_before_it_reaches_a_cluster(argv, says
     import re
     assert re.search(says.replace("(", r"\(").replace(")", r"\)"), printed.err), printed.err
     assert list(tmp_path.iterdir()) == [kubeconfig], "a refused run writes nothing"
+
+
+@pytest.mark.parametrize("values, says", [
+    ({"locust": {"autostart": {"users": 40}}},
+     "region b: --arrival-rate with its locust.autostart.users 40: the open model's rate replaces a user count"),
+    ({"locust": {"autostart": {"users": 40}}},
+     "; helm upgrade lt --reuse-values --set locust.autostart.users=null, or drop --arrival-rate for the closed "
+     "model's user count"),
+    ({"locust": {"stepLoad": {"enabled": True}}},
+     "region b: --arrival-rate with its locust.stepLoad.enabled true: step load is a schedule of user counts"),
+    ({"locust": {"stepLoad": {"enabled": True}}}, "helm upgrade lt --reuse-values --set locust.stepLoad.enabled=false"),
+])
+def test_a_release_whose_values_a_rate_cannot_go_with_is_refused_before_any_upgrade(values, says):
+    from loadtest.runtime import releaserates
+    from loadtest.runtime.release import Release
+
+    with pytest.raises(UsageError) as refused:
+        releaserates.refuse_beside_a_rate("b", Release("lt", "loadtest"), values)
+    assert says in str(refused.value)
+
+
+def test_a_closed_model_release_without_a_user_count_or_step_load_takes_a_rate():
+    from loadtest.runtime import releaserates
+    from loadtest.runtime.release import Release
+
+    for values in ({}, {"locust": {"autostart": {"users": None}, "stepLoad": {"enabled": False}}}):
+        releaserates.refuse_beside_a_rate("b", Release("lt", "loadtest"), values)
