@@ -25,6 +25,25 @@ class LocustWebError(RunFailed):
     pass
 
 
+MASTER_SILENT_S = 5  # a master silent this long is lost, not slow (it answers the web UI's calls within a second)
+
+
+class Silence:
+    """Since when a master has not answered (unix time; None: it answered the last call), and whether that is long
+    enough to call it lost."""
+
+    def __init__(self, patience_s: float = MASTER_SILENT_S):
+        self.patience_s, self.since = patience_s, None
+
+    def heard(self) -> None:
+        self.since = None
+
+    def missed(self) -> bool:
+        """A call it did not answer; True once it has been silent for patience_s."""
+        self.since = self.since or time.time()
+        return time.time() - self.since >= self.patience_s
+
+
 class LocustWeb:
     def __init__(self, url: str, credentials: str | None = None):
         parts = urllib.parse.urlsplit(url)

@@ -7,7 +7,7 @@ barrier and sends its start; the start skew is the span from the first start sen
 upper bound of how far apart the regions began (printed, and kept in the results). Every region stops at one
 deadline: the first start plus the run time.
 
-A region whose master stops answering for LOST_AFTER_S (its pod gone, its port-forward or its cluster's API lost) is
+A region whose master stops answering for MASTER_SILENT_S (its pod gone, its port-forward or its cluster's API lost) is
 lost: the others go on to the end; the result names it, when, and what it cost (the rest of its run time; what it
 sent after its statistics were last read, at most a progress interval, is not counted), and the run is incomplete.
 Ctrl-C stops every region. Each region's folder (named after it) holds what a one-release run's holds; the run's own
@@ -30,9 +30,8 @@ from ..workload import regions as split_regions
 from ..workload.sweep import USERS_PER_WORKER
 from . import releaserun, together
 from .release import Release
-from .sweeper import MASTER_SILENT_S
+from .locustweb import MASTER_SILENT_S
 
-LOST_AFTER_S = MASTER_SILENT_S
 START_SKEW_S = 1.0  # the regions' starts must fall within this of each other
 BARRIER_TIMEOUT_S = 60  # every region opened: the start requests go out at once
 
@@ -153,7 +152,7 @@ def _drive(legs: list[Leg], run_time_s: int, progress) -> bool:
                 leg.entries, leg.entries_at = entries, time.time()
 
             leg.steady_from = releaserun.watch(web, leg.users, first + run_time_s, run_time_s, say, stop.is_set,
-                                                seen, patience_s=LOST_AFTER_S)
+                                                seen, patience_s=MASTER_SILENT_S)
         except releaserun.MasterLost as e:
             leg.lost = {"at": e.since, "what": str(e)}
             say(f"LOST: {e}; the other regions go on")

@@ -151,6 +151,13 @@ class Release:
                 proc.wait()
 
 
+def value_at(values: dict, key: str):
+    """A release's value by its dotted key (locust.autostart.users); None where it is not set."""
+    for part in key.split("."):
+        values = values.get(part) if isinstance(values, dict) else None
+    return values
+
+
 def _drain(stream) -> None:
     for _ in stream:
         pass

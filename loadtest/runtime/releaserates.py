@@ -20,7 +20,7 @@ from loadtest_shared import settings
 from ..errors import RunFailed, UsageError
 from ..workload import regions as split_regions
 from . import together
-from .release import Release, ReleaseError
+from .release import Release, ReleaseError, value_at
 from .releaserun import rate_of, workers_of
 
 RATE = settings.ARRIVAL_RATE.value  # the chart value a release's rate is
@@ -55,14 +55,9 @@ def refuse_beside_a_rate(region: str, release: Release, values: dict) -> None:
     """A release whose values (those set on it: the chart's defaults take a rate) a rate cannot go with (a user
     count, a step load: the chart refuses the pair) is refused before anything changes, in the settings' own words,
     with the upgrade that clears the value."""
-    def chart_value(setting: settings.Setting):
-        found = values
-        for part in (setting.value or "").split("."):
-            found = found.get(part) if isinstance(found, dict) else None
-        return found
-
     for rule in settings.EXCLUSIVE:
-        held = chart_value(rule.second) if rule.first is settings.ARRIVAL_RATE and rule.second.value else None
+        held = value_at(values, rule.second.value) if rule.first is settings.ARRIVAL_RATE and rule.second.value \
+            else None
         if held is not None and held is not False:
             raise UsageError(f"region {region}: " + rule.message(
                 "--arrival-rate", f"its {rule.second.value} {json.dumps(held)}", "drop --arrival-rate",

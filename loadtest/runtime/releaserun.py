@@ -25,7 +25,7 @@ from ..errors import RunFailed, UsageError
 from ..judging import locuststats
 from ..judging.locuststats import PerSecond
 from . import http_client
-from .locustweb import LocustWeb, LocustWebError
+from .locustweb import LocustWeb, LocustWebError, Silence
 from .prom import Prometheus, PrometheusError
 from .release import Release
 from .sweeper import live_line, measure
@@ -175,22 +175,22 @@ def watch(web: LocustWeb, users: int, deadline: float, run_time_s: int, progress
     progress line reads. A master that does not answer for `patience_s` (or at the end), or answers as a new one,
     raises MasterLost."""
     started, steady_from = deadline - run_time_s, None
-    last, rates, silent_since, began = 0.0, PerSecond(), None, False
+    last, rates, silence, began = 0.0, PerSecond(), Silence(patience_s), False
     while (left := deadline - time.time()) > 0 and not stopped():
         time.sleep(min(1.0, left))
         try:
             state = web.state()
         except LocustWebError as e:
-            silent_since = silent_since or time.time()
-            if time.time() - silent_since >= patience_s:
-                raise MasterLost(str(e), silent_since) from None
+            if silence.missed():
+                raise MasterLost(str(e), silence.since) from None
             continue
         if began and state["state"] == "ready":
             # A master that is ready again has never run this swarm: it restarted (its container or pod replaced)
             # and its run, statistics included, is gone.
             raise MasterLost("its master restarted: it is ready for a new run, this one's statistics gone",
-                             silent_since or time.time())
-        silent_since, began = None, began or state["state"] in ("spawning", "running")
+                             silence.since or time.time())
+        silence.heard()
+        began = began or state["state"] in ("spawning", "running")
         if steady_from is None and state["state"] == "running" and state["user_count"] == users:
             # Locust's statistics from here on are the steady window's: what the checks judge.
             web.reset_stats()
@@ -198,9 +198,9 @@ def watch(web: LocustWeb, users: int, deadline: float, run_time_s: int, progress
         if time.time() - last >= PROGRESS_EVERY_S:
             last = time.time()
             progress(f"  {time.time() - started:4.0f}/{run_time_s} s  {live_line(web, rates, seen)}")
-    if silent_since is not None:  # silent at the end: the run cannot wait to learn whether it was slow or gone
-        raise MasterLost(f"its master did not answer at the run's end, for {time.time() - silent_since:.0f} s",
-                         silent_since)
+    if silence.since is not None:  # silent at the end: the run cannot wait to learn whether it was slow or gone
+        raise MasterLost(f"its master did not answer at the run's end, for {time.time() - silence.since:.0f} s",
+                         silence.since)
     return steady_from
 
 

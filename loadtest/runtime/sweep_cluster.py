@@ -14,7 +14,7 @@ from ..workload import targets
 from ..workload.sweep import Spec, SweepError, check_open_model
 from .locustweb import LocustWeb, LocustWebError
 from .prom import Prometheus
-from .release import Release, ReleaseError
+from .release import Release, ReleaseError, value_at
 
 WORKERS_TIMEOUT_S = 300
 
@@ -26,7 +26,7 @@ class ClusterDriver:
         release = installed.name
         if spec.open_model:  # before anything reads the release
             check_open_model(users_per_worker=None, wait_s=0, release=release)
-        self.installed, self.release, self.namespace, self.chart = installed, release, installed.namespace, chart
+        self.installed, self.release, self.chart = installed, release, chart
         self.spec, self.progress = spec, progress
         self.locust, self.prometheus = locust, prometheus
         self.values = self.installed.values()
@@ -79,11 +79,7 @@ class ClusterDriver:
     def change(self, settings: dict[str, int]) -> None:
         """Upgrade to `settings`, remembering each value's first state to restore it at the end."""
         for key in settings:
-            section, _, name = key.partition(".")
-            value = self.values.get(section, {})
-            for part in name.split("."):
-                value = value.get(part) if isinstance(value, dict) else None
-            self.changed.setdefault(key, value)
+            self.changed.setdefault(key, value_at(self.values, key))
         self.upgrade(settings)
 
     def upgrade(self, settings: dict[str, object]) -> None:

@@ -37,14 +37,13 @@ from ..judging.locuststats import PerSecond
 from ..judging.measured import Measured
 from ..workload import arrival
 from ..workload.sweep import KINDS, Spec, measured_window, measuring_s, window_end, window_range
-from .locustweb import LocustWeb, LocustWebError, live_figures
+from .locustweb import LocustWeb, LocustWebError, Silence, live_figures
 from .prom import Prometheus
 
 PROGRESS_EVERY_S = 5
 # The kinds of the master's loadtest_faults_total (plugin/loadtest_faults.py) that the verdict weighs.
 FAULT_LOSSES, FAULT_SILENCES = ("worker lost", "worker quit"), ("target silent",)
 SPAWN_TIMEOUT_S = 120
-MASTER_SILENT_S = 5  # a master silent this long is lost, not slow (it answers the web UI's calls within a second)
 PERCENTILES = (0.5, 0.95, 0.99)
 
 
@@ -409,11 +408,11 @@ class Sweeper:
         """Wait `seconds`, printing Locust's live figures every few seconds (and sampling CPU when measuring). A
         master lost meanwhile fails the step at once (MasterGone), not at its window's end."""
         started = time.monotonic()
-        last_print, silent_since = started, None
+        last_print, silence = started, Silence()
         while (elapsed := time.monotonic() - started) < seconds:
             if self.stopping.wait(min(1.0, seconds - elapsed)):
                 raise StepStopped(f"{of} stopped during its {phase}")
-            silent_since = self.check_master(of, phase, silent_since)
+            self.check_master(of, phase, silence)
             if sample:
                 self.driver.sample()
             now = time.monotonic()
@@ -422,24 +421,22 @@ class Sweeper:
                 self.progress(f"  {of} {phase} {now - started:4.0f}/{seconds} s  "
                               f"{live_line(self.driver.locust, self.rates)}")
 
-    def check_master(self, of: str, phase: str, silent_since: float | None) -> float | None:
-        """The master still running the step's swarm; since when it has been silent (None: it answered). Silent for
-        MASTER_SILENT_S, or ready for a new run (it restarted: its statistics and the step's swarm gone), it is
-        lost."""
+    def check_master(self, of: str, phase: str, silence: Silence) -> None:
+        """The master still running the step's swarm: silent for silence.patience_s, or no longer running it (ready
+        for a new run: it restarted, its statistics and the step's swarm gone), it is lost."""
         try:
             state = self.driver.locust.state()["state"]
         except LocustWebError as e:
-            silent_since = silent_since or time.monotonic()
-            if time.monotonic() - silent_since >= MASTER_SILENT_S:
-                raise MasterGone(f"{of}: the Locust master has not answered for {MASTER_SILENT_S} s during the "
+            if silence.missed():
+                raise MasterGone(f"{of}: the Locust master has not answered for {silence.patience_s:g} s during the "
                                  f"{phase} ({e}): its pod gone, or the way to it (port-forward) lost") from None
-            return silent_since
+            return
+        silence.heard()
         if state not in ("spawning", "running"):
             why = ("a new master: the one that ran the step restarted, its statistics gone" if state == "ready" else
                    "its swarm was stopped: in its web UI, or its pod is shutting down")
             raise MasterGone(f"{of}: the Locust master is {state} during the {phase}, where it ran the step's swarm "
                              f"({why})")
-        return None
 
 
 def live_line(locust: LocustWeb, rates: PerSecond, seen=lambda entries: None) -> str:
