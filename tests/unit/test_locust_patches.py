@@ -13,7 +13,6 @@ import gevent
 import pytest
 from locust import event as locust_event
 from locust import log as locust_log
-from locust import runners as locust_runners
 from locust import stats as locust_stats
 from locust.exception import StopUser
 from locust.rpc import zmqrpc
@@ -91,10 +90,8 @@ REPLACED = {
     ("event", "EventHook", "add_listener"): "b5e7dfb4e12073437800d340b99beb38e293ea244a659e15236373d659cfcbf7",
     ("event", "EventHook", "remove_listener"): "520c79ca41880989affc4b504cf5dae79df15fe688a3e3c44a024ad42ef5875e",
     ("event", "EventHook", "fire"): "7755c634626221279413835c17a2481e2c1f4349a5ba4bda80a4722d7874524d",
-    # Wrapped, not replaced: it still drops a heartbeat from a worker it does not know.
-    ("runners", "MasterRunner", "handle_message"): "d348c8f0062996c43584abda9e3faeb464455bd03495ba72572df061a79b1c6f",
 }
-MODULES = {"stats": locust_stats, "event": locust_event, "runners": locust_runners}
+MODULES = {"stats": locust_stats, "event": locust_event}
 
 
 @pytest.mark.parametrize("module, cls, name", sorted(REPLACED))
@@ -191,7 +188,6 @@ def test_the_changes_are_in_place():
     assert locust_stats.StatsEntry.log is loadtest_locust._log
     assert locust_stats.RequestStats.log_request is loadtest_locust._log_request
     assert locust_event.EventHook.fire is loadtest_locust._fire
-    assert locust_runners.MasterRunner.handle_message is loadtest_locust._handle_message
 
 
 def test_locusts_client_socket_is_still_the_one_the_patch_sets_a_connect_timeout_on():
@@ -211,50 +207,3 @@ def test_a_workers_socket_gives_up_a_connect_that_hangs_and_keeps_its_identity()
         assert client.socket.getsockopt(zmqrpc.zmq.LAST_ENDPOINT) == b"tcp://127.0.0.1:9"
     finally:
         client.close(linger=0)
-
-
-def test_a_worker_whose_master_went_away_joins_the_next_master_at_once():
-    """A master gone without telling its workers (killed): a new master on the same address hears the worker's
-    heartbeats, tells it to stop, and the worker reports ready to it within seconds, where it waited 60 s for its old
-    master and quit. Two real masters and a worker over ZeroMQ, in this process."""
-    from locust import User, constant, task
-    from locust.env import Environment
-
-    from loadtest.runtime.processes import free_port
-
-    class Idle(User):
-        wait_time = constant(1)
-
-        @task
-        def nothing(self):
-            pass
-
-    def joined(master, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if len(master.clients) == 1:
-                return True
-            gevent.sleep(0.1)
-        return False
-
-    port = free_port()
-    first = Environment(user_classes=[Idle]).create_master_runner("127.0.0.1", port)
-    worker = Environment(user_classes=[Idle]).create_worker_runner("127.0.0.1", port)
-    second = None
-    try:
-        assert joined(first, 10)
-        first.greenlet.kill(block=True)  # killed: no quit sent to its workers
-        first.server.close(linger=0)
-        second = Environment(user_classes=[Idle]).create_master_runner("127.0.0.1", port)
-        assert joined(second, loadtest_locust.REJOIN_EVERY_S + 3), "the worker did not join the new master"
-        heard = time.time()
-        deadline = time.monotonic() + 5
-        while (worker.last_heartbeat_timestamp or 0) < heard and time.monotonic() < deadline:
-            gevent.sleep(0.1)
-        assert (worker.last_heartbeat_timestamp or 0) >= heard, "the new master does not answer its heartbeats"
-    finally:
-        worker.greenlet.kill(block=True)
-        worker.client.close(linger=0)
-        if second is not None:
-            second.greenlet.kill(block=True)
-            second.server.close(linger=0)

@@ -9,12 +9,6 @@ save per request.
   connect to master" all along and the new master waited for it (a rollout of 78 s where 10 s is usual, on the
   project's real node, 2026-11-29). The socket now gives a connect up after CONNECT_TIMEOUT_MS and tries again, as
   ZeroMQ does after a refused one, and the Service routes the new connection afresh.
-- A worker of a master that went away. A master killed (its container restarted, its pod replaced without a chance
-  to tell its workers to quit) leaves workers that heartbeat on to the new master at the same address; Locust's
-  master drops a heartbeat from a worker it does not know, and the worker only quits after 60 s without an answer,
-  then restarts and connects: a minute and a half before the release could run again (50 s on the project's real
-  node, 2026-11-30). The master now tells such a worker to stop, once every few seconds until it reports ready:
-  Locust's worker answers a stop by reporting ready, and joins the new master at once.
 
 - The wait between tasks. A user whose wait_time is 0 ends every task in gevent.sleep(0): a trip through the event
   loop (two greenlet switches and a callback) that only matters for a task that never yielded, which would otherwise
@@ -40,12 +34,9 @@ from locust import log as locust_log
 from locust import stats as locust_stats
 from locust.event import EventHook
 from locust.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopTest, StopUser
-from locust.rpc import Message, zmqrpc
-from locust.runners import MasterRunner
+from locust.rpc import zmqrpc
 from locust.stats import RequestStats, StatsEntry
 from locust.user.task import TaskSet
-
-logger = logging.getLogger(__name__)
 
 
 class LoopTurns:
@@ -163,28 +154,3 @@ def _client_init(self: zmqrpc.Client, host: str, port: int, identity: str) -> No
 
 
 zmqrpc.Client.__init__ = _client_init
-
-
-# --- a worker of a master that went away ----------------------------------------------------------------------------
-
-REJOIN_EVERY_S = 5  # a worker told to stop answers within a second; told again only if it did not
-_locust_handle_message = MasterRunner.handle_message
-
-
-def _handle_message(self: MasterRunner, client_id: str, msg: Message) -> None:
-    """MasterRunner.handle_message, with a heartbeat from a worker this master does not know answered by a stop,
-    which Locust's worker answers by reporting ready (client_ready): it joins this master. A master drops such a
-    heartbeat: the worker's master went away, and the worker would wait 60 s for it, then quit."""
-    if msg.type == "heartbeat" and msg.node_id not in self.clients:
-        told = self.__dict__.setdefault("_loadtest_told_to_rejoin", {})
-        now = time.monotonic()
-        if now - told.get(msg.node_id, -REJOIN_EVERY_S) >= REJOIN_EVERY_S:
-            told[msg.node_id] = now
-            logger.info("Worker %s heartbeats to this master, which does not know it (its master went away): told "
-                        "to stop and report ready", msg.node_id)
-            self.send_message("stop", client_id=msg.node_id)
-        return
-    _locust_handle_message(self, client_id, msg)
-
-
-MasterRunner.handle_message = _handle_message
