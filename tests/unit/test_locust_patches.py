@@ -3,7 +3,9 @@ that changes underneath fails here, not in a run), and does what it says on a re
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
+import random
 import re
 import time
 import types
@@ -16,7 +18,10 @@ from locust import log as locust_log
 from locust import stats as locust_stats
 from locust.exception import StopUser
 from locust.rpc import zmqrpc
-from locust.user.task import TaskSet
+from locust.env import Environment
+from locust.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately
+from locust.user.task import DefaultTaskSet, TaskSet
+from locust.user.users import User
 
 import loadtest_locust
 
@@ -90,8 +95,16 @@ REPLACED = {
     ("event", "EventHook", "add_listener"): "b5e7dfb4e12073437800d340b99beb38e293ea244a659e15236373d659cfcbf7",
     ("event", "EventHook", "remove_listener"): "520c79ca41880989affc4b504cf5dae79df15fe688a3e3c44a024ad42ef5875e",
     ("event", "EventHook", "fire"): "7755c634626221279413835c17a2481e2c1f4349a5ba4bda80a4722d7874524d",
+    ("task", "TaskSet", "run"): "f1ffd4b179e638013fa06096219fc654f44d262f646179faef20e60b51d88b0e",
+    ("task", "TaskSet", "schedule_task"): "77740a9f77804141473fd432939462f3287416e322ff2f5f30e6d94decb7fb4e",
+    ("task", "TaskSet", "execute_next_task"): "e036634d11c06fc377072160b0e27154dbe0e711f86ecf1a13377bb598191a75",
+    ("task", "TaskSet", "wait"): "ca03d862fe5b4f50f292681280282bb6dbc2305dff7944de3d9a0cd306aafd21",
+    ("task", "TaskSet", "wait_time"): "81dc84a22ba4e685e57d718333d39a8dff1d608ba6a63c87c1f5c62ee6ca0fcf",
+    ("task", "DefaultTaskSet", "get_next_task"): "a101f0972d3a81f9b032209827768f181deebc439fb7ca2762f8fbb7a59a3c0b",
+    ("task", "DefaultTaskSet", "execute_task"): "4bddbb546cde84825d4051d3010c689566e3935a0395f40756eba308948403cf",
 }
-MODULES = {"stats": locust_stats, "event": locust_event}
+locust_task = importlib.import_module("locust.user.task")  # locust.user's own "task" is the decorator
+MODULES = {"stats": locust_stats, "event": locust_event, "task": locust_task}
 
 
 @pytest.mark.parametrize("module, cls, name", sorted(REPLACED))
@@ -182,6 +195,74 @@ def test_an_event_fires_to_its_listeners_as_locusts_own_fire_does(caplog):
     assert expected[:3] == ["first", "removed", "fails"], "the first firing walks the listeners it started with"
     assert "a listener's own error" in caplog.text
     locust_log.unhandled_greenlet_exception = False
+
+
+def users_tasks_traced(catch_exceptions: bool = True, single_task: bool = False, no_wait_time: bool = False,
+                       ends_by: str = "stop") -> list:
+    """A user's own tasks (DefaultTaskSet) run until they end, with every kind of task outcome: what ran, in which
+    state, what each wait was, what reached user_error and on_stop, and how the run ended."""
+    random.seed(7)
+    trace: list = []
+    environment = Environment(catch_exceptions=catch_exceptions)
+    environment.events.user_error.add_listener(
+        lambda user_instance, exception, tb: trace.append(("user_error", type(exception).__name__)))
+    steps = iter(range(1000))
+
+    def queued(user):
+        trace.append(("queued", user._state))
+
+    def step(user):
+        n = next(steps)
+        trace.append(("task", n, user._state))
+        if n == 2:
+            raise RescheduleTask()
+        if n == 4:
+            raise RescheduleTaskImmediately()
+        if n == 6:
+            raise ValueError("a task's own error")
+        if n == 8:
+            user._taskset_instance.schedule_task(queued, first=True)
+        if n == 14:
+            if ends_by == "interrupt":
+                raise InterruptTaskSet(reschedule=True)  # at the top level: on_stop, then out of the loop
+            user._state = "stopping"  # as Locust's stop does while a task runs
+
+    class Nested(TaskSet):
+        @locust_task.task
+        def inner(self):
+            trace.append(("nested", self.user._state))
+            self.interrupt(reschedule=False)
+
+    class Scripted(User):
+        tasks = [step] if single_task else {step: 3, Nested: 1}
+        wait_time = None if no_wait_time else (lambda user: 0.25 * (len(trace) % 3))
+
+    user = Scripted(environment)
+    taskset = user._taskset_instance = DefaultTaskSet(user)
+    taskset._sleep = lambda seconds: trace.append(("sleep", seconds, user._state))
+    taskset.on_stop = lambda: trace.append(("on_stop", user._state))
+    try:
+        taskset.run()
+    except Exception as e:  # noqa: BLE001  (how the run ended is part of the trace)
+        trace.append(("raised", type(e).__name__))
+    return trace
+
+
+@pytest.mark.parametrize("case", [{}, {"ends_by": "interrupt"}, {"single_task": True}, {"catch_exceptions": False},
+                                  {"no_wait_time": True}])
+def test_a_users_tasks_run_as_locusts_own_loop_runs_them(monkeypatch, case):
+    """Every outcome of a task (rescheduled, at once or after the wait, an error, a queued task, a nested TaskSet,
+    an interrupt, a stop, no wait_time) the same with the plugin's loop as with Locust's (DefaultTaskSet without a
+    run of its own)."""
+    assert DefaultTaskSet.run is loadtest_locust._run_users_tasks
+    patched = users_tasks_traced(**case)
+    monkeypatch.delattr(DefaultTaskSet, "run")
+    assert DefaultTaskSet.run is TaskSet.run
+    assert users_tasks_traced(**case) == patched
+    assert patched[-1][0] == "raised", patched[-3:]
+    if not case:
+        kinds = {entry[0] for entry in patched}
+        assert {"nested", "queued", "user_error", "on_stop", "sleep"} <= kinds, kinds
 
 
 def test_the_changes_are_in_place():
