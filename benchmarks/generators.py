@@ -9,8 +9,11 @@ requests / generator CPU seconds, so it holds whether the generator or the targe
 target-bound one). Every generator runs --runs times in turn; the end prints min / median / max of its RPS per core
 and of its ratio to wrk's in the same run. The "other" column is CPU 1 time used by processes this script did not
 start: anything above a few percent means the figures were disturbed. Each run starts with the host's CPUs'
-steadiness (benchmarks/steadiness.py): a CPU slowed for stretches of tens of ms lowers that run's every figure. No
-assertions: this prints figures for docs/own-test.md ("Which Locust user class") and for sizing.
+steadiness (benchmarks/steadiness.py): a CPU slowed for stretches of tens of ms lowers that run's every figure.
+When both are among the generators, each run then measures LeanHttpUser and its own connection loop (leanhttp-loop)
+side by side, both on CPU 1 at once, each against an nginx of its own on CPU 0: the end prints that ratio, of the
+same seconds, per run. No assertions: this prints figures for docs/own-test.md ("Which Locust user class") and for
+sizing.
 """
 from __future__ import annotations
 
@@ -85,6 +88,10 @@ class Requests(HttpUser):
 """
 
 GENERATORS = ("wrk", "geventhttpclient-loop", "leanhttp-loop", "FastHttpUser", "HttpUser", "LeanHttpUser")
+# Measured again at the same time, sharing the generator's CPU, each against an nginx of its own: their ratio is
+# then one of the same seconds. One after the other, the host's own speed moved it by tens of percent between runs
+# minutes apart (the connection loop alone: 36,000-75,000 a core in three runs, 2026-11-30).
+SIDE_BY_SIDE = ("leanhttp-loop", "LeanHttpUser")
 
 
 def raw_loop(client: str, url: str, connections: int, seconds: float) -> None:
@@ -188,28 +195,49 @@ def generator_command(name: str, url: str, connections: int, seconds: float, wor
 
 
 def measure(name: str, target: Target, connections: int, duration: float, workdir: Path) -> Measurement:
+    return measure_together([name], [target], connections, duration, workdir)[0]
+
+
+def measure_together(names: list[str], targets: list[Target], connections: int, duration: float,
+                     workdir: Path) -> list[Measurement]:
+    """The generators at once, all on the generator's CPU, each against its own target, measured over the same
+    seconds."""
     run_s = STARTUP_TIMEOUT_S + WARMUP_S + duration  # an upper bound: the generator is stopped after the window
-    cmd = ["taskset", "-c", str(GENERATOR_CPU), *generator_command(name, target.url, connections, run_s, workdir)]
-    with open(workdir / f"{name}.log", "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=with_plugin(dict(os.environ)))  # the scenarios import the plugin's leanhttp
+    procs = []
     try:
-        generator, nginx = process_tree(proc.pid), process_tree(target.proc.pid)
-        first = target.requests()
-        wait_until(lambda: (target.requests() or 0) > first + 1000, proc, f"{name} sent no requests; see {log.name}")
+        for name, target in zip(names, targets):
+            cmd = ["taskset", "-c", str(GENERATOR_CPU), *generator_command(name, target.url, connections, run_s,
+                                                                             workdir)]
+            with open(workdir / f"{name}.log", "wb") as log:
+                procs.append(subprocess.Popen(  # the scenarios import the plugin's leanhttp
+                    cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env=with_plugin(dict(os.environ))))
+        for name, target, proc in zip(names, targets, procs):
+            first = target.requests()
+            wait_until(lambda: (target.requests() or 0) > first + 1000, proc,
+                       f"{name} sent no requests; see {workdir / name}.log")
         time.sleep(WARMUP_S)
-        before = (time.monotonic(), target.requests(), cpu_seconds(generator), cpu_seconds(nginx),
-                  busy_seconds(GENERATOR_CPU))
+        trees = [(process_tree(proc.pid), process_tree(target.proc.pid)) for proc, target in zip(procs, targets)]
+
+        def sample():
+            return (time.monotonic(), [target.requests() for target in targets],
+                    [(cpu_seconds(generator), cpu_seconds(nginx)) for generator, nginx in trees],
+                    busy_seconds(GENERATOR_CPU))
+
+        before = sample()
         time.sleep(duration)
-        after = (time.monotonic(), target.requests(), cpu_seconds(generator), cpu_seconds(nginx),
-                 busy_seconds(GENERATOR_CPU))
-        if proc.poll() is not None:
-            raise RunFailed(f"{name} exited during the measurement; see {log.name}")
+        after = sample()
+        for name, proc in zip(names, procs):
+            if proc.poll() is not None:
+                raise RunFailed(f"{name} exited during the measurement; see {workdir / name}.log")
     finally:
-        stop(proc)
-    elapsed, requests, gen_cpu, nginx_cpu, cpu1_busy = (a - b for a, b in zip(after, before))
-    return Measurement(name, requests / elapsed, gen_cpu / elapsed, nginx_cpu / elapsed,
-                       max(0.0, cpu1_busy - gen_cpu) / elapsed)
+        for proc in procs:
+            stop(proc)
+    elapsed = after[0] - before[0]
+    generators_cpu = sum(a[0] - b[0] for a, b in zip(after[2], before[2]))
+    other = max(0.0, after[3] - before[3] - generators_cpu) / elapsed
+    return [Measurement(name, (after[1][i] - before[1][i]) / elapsed, (after[2][i][0] - before[2][i][0]) / elapsed,
+                        (after[2][i][1] - before[2][i][1]) / elapsed, other) for i, name in enumerate(names)]
 
 
 def ratio(value: float, base: Measurement | None) -> str:
@@ -263,25 +291,36 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="loadtest-generators-"))
     runs: list[list[Measurement]] = []
-    target = None
+    pairs: list[list[Measurement]] = []  # per run: the connection loop and LeanHttpUser side by side
+    targets: list[Target] = []
     try:
-        target = Target(workdir / "nginx")
+        targets.append(Target(workdir / "nginx"))
+        if set(SIDE_BY_SIDE) <= set(names):
+            targets.append(Target(workdir / "nginx-2"))
         for run in range(1, args.runs + 1):
             runs.append([])
             print(f"run {run}/{args.runs}: the host's CPUs: "
                   f"{'; '.join(map(str, cpu_steadiness([TARGET_CPU, GENERATOR_CPU])))}", flush=True)
             for name in names:
                 print(f"run {run}/{args.runs}: measuring {name} ...", flush=True)
-                runs[-1].append(measure(name, target, args.connections, args.duration, workdir))
+                runs[-1].append(measure(name, targets[0], args.connections, args.duration, workdir))
             print_table(runs[-1], args.connections, args.duration)
+            if len(targets) > 1:
+                print(f"run {run}/{args.runs}: measuring {' and '.join(SIDE_BY_SIDE)} side by side ...", flush=True)
+                pairs.append(measure_together(list(SIDE_BY_SIDE), targets, args.connections, args.duration, workdir))
+                print_side_by_side(pairs[-1])
     except RunFailed as e:
         print(f"generators: {e}", file=sys.stderr)
         return checks.RUN_FAILED  # 4: the measurement could not be made (1 means a check failed)
     finally:
-        if target is not None:
+        for target in targets:
             stop(target.proc)
     if len(runs) > 1:
         print_spread(runs)
+    if pairs:
+        print(f"\nLeanHttpUser / its own connection loop (leanhttp-loop), side by side, each run's: "
+              f"{spread(own_loop_ratios(pairs), '{:.2f}')} (a ratio inside the project, both measured over the same "
+              "seconds: it holds from host to host, and within a run the host's speed is the same for both)")
     shutil.rmtree(workdir)
     return 0
 
@@ -307,8 +346,16 @@ def print_spread(runs: list[list[Measurement]]) -> None:
         per_core = spread((run[i].rps_per_core for run in runs), "{:,.0f}")
         print(f"{name:<22} {per_core:>26} {spread(ratios, '{:.2f}') if ratios else '-':>20}")
     if own := own_loop_ratios(runs):
-        print(f"\nLeanHttpUser / its own connection loop (leanhttp-loop), each run's: {spread(own, '{:.2f}')} "
-              "(a ratio inside the project: it holds from host to host, where one to wrk does not)")
+        print(f"\nLeanHttpUser / its own connection loop (leanhttp-loop), one after the other, each run's: "
+              f"{spread(own, '{:.2f}')} (the host's speed may differ between the two)")
+
+
+def print_side_by_side(pair: list[Measurement]) -> None:
+    for m in pair:
+        print(f"  side by side: {m.generator:<14} {m.rps_per_core:>9,.0f} RPS a core ({m.generator_cpu:.2f} of the "
+              f"core, nginx {m.target_cpu:.2f})")
+    if ratios := own_loop_ratios([pair]):
+        print(f"  LeanHttpUser / its own connection loop: {ratios[0]:.2f}", flush=True)
 
 
 def own_loop_ratios(runs: list[list[Measurement]]) -> list[float]:

@@ -40,6 +40,21 @@ def test_generators_count_requests_at_the_target_and_the_generators_own_cpu(ngin
         assert m.rps_per_core == pytest.approx(m.rps / m.generator_cpu)
 
 
+def test_side_by_side_each_generator_is_counted_at_its_own_target(nginx, tmp_path):
+    second = generators.Target(tmp_path / "nginx-2")
+    try:
+        idle_before = nginx.requests()
+        pair = generators.measure_together(["wrk", "LeanHttpUser"], [second, nginx], 4, 1.0, tmp_path)
+    finally:
+        stop(second.proc)
+    assert [m.generator for m in pair] == ["wrk", "LeanHttpUser"]
+    for m in pair:
+        assert m.rps > 100 and 0 < m.generator_cpu < 1.5 and m.target_cpu > 0, m
+    assert nginx.requests() - idle_before > pair[1].rps * 0.5  # LeanHttpUser's requests reached its own nginx
+    assert generators.own_loop_ratios([[replace(pair[0], generator="leanhttp-loop"), pair[1]]]) == [
+        pytest.approx(pair[1].rps_per_core / pair[0].rps_per_core)]
+
+
 def test_an_open_model_step_reads_the_rate_sent_and_its_late_starts(nginx, tmp_path):
     step = arrival.locust_step(nginx.url, 300, 4, tmp_path / "step")
     assert step.achieved == pytest.approx(300, rel=0.05) and 0 <= step.late_share < 0.5

@@ -370,9 +370,8 @@ class LeanHttpUser(User):
     def request(self, path: str | None = None, name: str | None = None) -> int | None:
         """Send one request (the class's path unless given) and report it. Returns the status, None when none came."""
         path = path or self.path
-        data, url = self._prepare(path)
+        data, url = self._prepared.get(path) or self._prepare(path)
         status, length, exception = None, 0, None
-        start_time = time.time()
         started = time.perf_counter()
         due, me = DEADLINES.due, getcurrent()
         due[me] = started + self.timeout
@@ -398,7 +397,7 @@ class LeanHttpUser(User):
         else:
             hook.fire(request_type=self.method, name=name or path, response_time=response_time,
                       response_length=length, exception=exception, context=self.context(), response=None, url=url,
-                      start_time=start_time)
+                      start_time=time.time() - response_time / 1000)
         return status
 
     def on_stop(self):

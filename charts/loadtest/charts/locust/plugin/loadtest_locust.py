@@ -149,7 +149,7 @@ def log_in_entries(entries, response_time: float | None, content_length: int, cu
     bucket = None if response_time is None else locust_stats.bucket_response_time(response_time)
     for entry in entries:
         last = entry.last_request_timestamp
-        if entry.use_response_times_cache and last and second > int(last):
+        if entry.use_response_times_cache and last and second > last:  # a later second than int(last), for t >= 0
             entry._cache_response_times(second - 1)
         entry.num_requests += 1
         entry.num_reqs_per_sec[second] += 1
