@@ -131,3 +131,13 @@ def test_the_open_model_plans_workers_for_the_share_of_a_core_that_holds_a_rate_
     monkeypatch.setattr(calibration, "DEFAULT_FILE", tmp_path / "none.json")
     assert commands.main(["plan", "--target-rps", "20000", "--node-types", "c5.xlarge", "--open-model"]) == 0
     assert "locust.load.arrivalRate=20000" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("doc", ["sizing.md", "open-model.md"])
+def test_the_docs_quote_the_open_models_share_the_planner_uses(doc):
+    """One source: the share is arrival.CLOSED_SHARE, and the docs that explain the plan quote that figure."""
+    from loadtest import paths
+
+    text = (paths.HOME / "docs" / doc).read_text()
+    quoted = f"{arrival.CLOSED_SHARE * 100:.0f} %"
+    assert quoted in text, f"docs/{doc} should quote arrival.CLOSED_SHARE as {quoted}"
