@@ -109,20 +109,23 @@ def window_edges(prometheus: Prometheus, release: str, end: float, hold_s: int, 
     refused where Prometheus misses either or the counters went back."""
     sel = f'release="{release}"'
     requests_now, failures_now = f"sum(locust_requests_total{{{sel}}})", f"sum(locust_request_failures_total{{{sel}}})"
-    scraped = f"max(timestamp(locust_requests_total{{{sel}}}))"
+    # locust_users comes with every scrape of the master; its request counters only once a worker reported a request
+    # (one series per request name), up to a report interval (3 s) after the start.
+    scraped = f"max(timestamp(locust_users{{{sel}}}))"
 
-    def counters(at: float) -> tuple[float, float, float] | None:
+    def counters(at: float, first: bool) -> tuple[float, float, float] | None:
         stamp, requests = prometheus.scalar(scraped, at), prometheus.scalar(requests_now, at)
-        if stamp is None or requests is None:
+        if stamp is None or (requests is None and not first):
             return None
-        return stamp, requests, prometheus.scalar(failures_now, at) or 0.0
+        # At the window's start a master scraped without request counters had counted none since its reset.
+        return stamp, requests or 0.0, prometheus.scalar(failures_now, at) or 0.0
 
-    if not (at_end := counters(end)):
+    if not (at_end := counters(end, first=False)):
         raise SweepFailed(f"Prometheus has no locust_requests_total of release {release!r}: is it scraping the "
                           "Locust master (monitoring.enabled) and is the release name right?")
     t_end, requests_end, failures_end = at_end
     # The scrape hold_s before: half an interval later than its nominal time, past its jitter.
-    if not (at_start := counters(t_end - hold_s + scrape_s / 2)):
+    if not (at_start := counters(t_end - hold_s + scrape_s / 2, first=True)):
         raise SweepFailed(f"Prometheus has no scrape of the master of release {release!r} from the window's start, "
                           f"{hold_s} s before its last: it missed it (down or restarting) or lost it (killed before it "
                           "wrote it out); series.csv leaves such steps' figures empty")

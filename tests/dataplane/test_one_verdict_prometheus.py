@@ -34,7 +34,7 @@ def series(case, scrapes: int) -> list[str]:
     label them (release, namespace, pod, loadtest_role)."""
     r, sample = case.name, case.samples[0]
     locust = f'release="{r}", namespace="{r}", pod="{r}-locust-master", loadtest_role="generator"'
-    out = [f'locust_runner_state{{{locust}, state="running"}} 1',
+    out = [f'locust_runner_state{{{locust}, state="running"}} 1', f"locust_users{{{locust}}} 10",
            f"locust_requests_total{{{locust}}} {REQUESTS * scrapes}",
            f"locust_request_failures_total{{{locust}}} {round(REQUESTS * (case.failure_ratio or 0)) * scrapes}",
            # Locust's histogram: 99 % answered in 4 ms, 1 % in 40 ms.
@@ -72,6 +72,21 @@ def series(case, scrapes: int) -> list[str]:
     return out
 
 
+# A release whose master is scraped from the start but counts its first requests only at its COUNTED_FROM-th scrape,
+# as a master does until a worker's first report (up to 3 s into a run).
+LATE = "late-counters"
+COUNTED_FROM = 4
+
+
+def late_series(scrapes: int) -> list[str]:
+    locust = f'release="{LATE}", namespace="{LATE}", pod="{LATE}-locust-master", loadtest_role="generator"'
+    out = [f'locust_runner_state{{{locust}, state="running"}} 1', f"locust_users{{{locust}}} 10"]
+    if scrapes >= COUNTED_FROM:
+        out += [f"locust_requests_total{{{locust}}} {REQUESTS * (scrapes - COUNTED_FROM + 1)}",
+                f"locust_request_failures_total{{{locust}}} 0"]
+    return out
+
+
 class Exporter(http.server.ThreadingHTTPServer):
     """Serves every live row's series; each scrape advances the counters by one scrape's worth."""
 
@@ -85,7 +100,8 @@ class Exporter(http.server.ThreadingHTTPServer):
 class Scrape(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 (http.server's name)
         self.server.scrapes += 1
-        body = "\n".join(line for case in LIVE for line in series(case, self.server.scrapes)).encode() + b"\n"
+        lines = [line for case in LIVE for line in series(case, self.server.scrapes)] + late_series(self.server.scrapes)
+        body = "\n".join(lines).encode() + b"\n"
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.end_headers()
@@ -154,5 +170,20 @@ def test_the_prometheus_path_judges_each_row_as_the_local_run_does(prometheus, c
 
 def test_every_row_the_rules_judge_live_gets_the_local_kind(prometheus):
     """The rules' own verdict, the dashboards' and the alerts', at the newest evaluation."""
-    recorded = {s["metric"]["release"]: s["metric"]["verdict"] for s in prometheus.query("loadtest:verdict")}
+    recorded = {s["metric"]["release"]: s["metric"]["verdict"] for s in prometheus.query("loadtest:verdict")
+                if s["metric"]["release"] != LATE}
     assert recorded == {c.name: c.kind for c in LIVE}
+
+
+def test_a_window_that_starts_before_the_master_counted_a_request_counts_from_none(prometheus):
+    """A master scraped without request counters at the window's start had counted none: the window holds every
+    request counted since (a run's first window, whose start comes before the first worker report)."""
+    sel = f'release="{LATE}"'
+    end = prometheus.scalar(f"max(timestamp(locust_users{{{sel}}}))")
+    scrapes = sorted(float(t) for s in prometheus.query(f"locust_users{{{sel}}}[10m]", end) for t, _ in s["values"])
+    counted = prometheus.scalar(f"sum(locust_requests_total{{{sel}}})", end)
+    hold_s = int(end - scrapes[1]) - SCRAPE_S  # the start falls between the second scrape and the first counted one
+    assert scrapes[1] < end - hold_s + SCRAPE_S / 2 < scrapes[COUNTED_FROM - 1], (scrapes[:COUNTED_FROM], hold_s)
+    edges = sweeper.window_edges(prometheus, LATE, end, hold_s, SCRAPE_S)
+    assert (edges.requests, edges.failures, edges.end) == (counted, 0, end)
+    assert scrapes[1] <= edges.start < scrapes[COUNTED_FROM - 1]
