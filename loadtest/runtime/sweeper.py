@@ -105,8 +105,9 @@ class Edges:
 
 
 def window_edges(prometheus: Prometheus, release: str, end: float, hold_s: int, scrape_s: float) -> Edges:
-    """The master's last scrape at or before `end` and the one `hold_s` before it, with the counts between them;
-    refused where Prometheus misses either or the counters went back."""
+    """The master's last scrape at or before `end` and the one `hold_s` before it, with the counts between them (none
+    at the start where the master had no request counters yet); refused where Prometheus misses either scrape or the
+    counters went back."""
     sel = f'release="{release}"'
     requests_now, failures_now = f"sum(locust_requests_total{{{sel}}})", f"sum(locust_request_failures_total{{{sel}}})"
     # locust_users comes with every scrape of the master; its request counters only once a worker reported a request

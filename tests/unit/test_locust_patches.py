@@ -16,10 +16,9 @@ import pytest
 from locust import event as locust_event
 from locust import log as locust_log
 from locust import stats as locust_stats
-from locust.exception import StopUser
-from locust.rpc import zmqrpc
 from locust.env import Environment
-from locust.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately
+from locust.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopUser
+from locust.rpc import zmqrpc
 from locust.user.task import DefaultTaskSet, TaskSet
 from locust.user.users import User
 

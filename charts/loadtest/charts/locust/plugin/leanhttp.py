@@ -305,8 +305,9 @@ def statistics_listener(hook):
     environment's statistics, and nothing else. None when the runner has none (no runner yet, another Locust).
 
     While it is the event's only listener, and the event's fire is Locust's, a request is logged into the statistics
-    directly: firing the event would do that and only that, through two calls with nine keyword arguments each (an
-    event a request, 0.6 us of some 15 on one core)."""
+    directly: firing the event would do that and only that, through two calls with nine keyword arguments each
+    (2.3 us a request with that listener alone, where logging directly takes 1.0 us: timeit on one core,
+    2026-11-30)."""
     return next((handler for handler in hook._handlers
                  if getattr(handler, "__code__", None) is _STATISTICS_LISTENER_CODE), None)
 
@@ -370,6 +371,7 @@ class LeanHttpUser(User):
     def request(self, path: str | None = None, name: str | None = None) -> int | None:
         """Send one request (the class's path unless given) and report it. Returns the status, None when none came."""
         path = path or self.path
+        name = name or path
         data, url = self._prepared.get(path) or self._prepare(path)
         status, length, exception = None, 0, None
         started = time.perf_counter()
@@ -391,11 +393,11 @@ class LeanHttpUser(User):
         if len(handlers) == 1 and handlers[0] is self._statistics_listener and "fire" not in hook.__dict__:
             # All the event would do: what Locust's own listener does with it (see statistics_listener).
             stats = self.environment.stats
-            stats.log_request(self.method, name or path, response_time, length)
+            stats.log_request(self.method, name, response_time, length)
             if exception:
-                stats.log_error(self.method, name or path, exception)
+                stats.log_error(self.method, name, exception)
         else:
-            hook.fire(request_type=self.method, name=name or path, response_time=response_time,
+            hook.fire(request_type=self.method, name=name, response_time=response_time,
                       response_length=length, exception=exception, context=self.context(), response=None, url=url,
                       start_time=time.time() - response_time / 1000)
         return status

@@ -133,8 +133,8 @@ def _run_users_tasks(self: DefaultTaskSet) -> None:
                 logging.error("Uncaught exception in on_stop: \n%s", traceback.format_exc())
             raise
         except Exception as e:
-            self.user.environment.events.user_error.fire(user_instance=self, exception=e, tb=e.__traceback__)
-            if self.user.environment.catch_exceptions:
+            user.environment.events.user_error.fire(user_instance=self, exception=e, tb=e.__traceback__)
+            if user.environment.catch_exceptions:
                 locust_task_logger.error("%s\n%s", e, traceback.format_exc())
                 self.wait()
             else:
