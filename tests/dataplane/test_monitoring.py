@@ -137,7 +137,9 @@ def wait_for_verdict(prometheus: Prometheus, procs: Processes, workers: int, wan
         return {"at": now, "verdicts": prometheus.verdicts(now),
                 "measured workers": prometheus.scalar("count(locust_worker_cpu_usage_cores > 0)", now),
                 "targets served": prometheus.scalar("count(loadtest:target_requests:rate1m)", now),
-                "sent": prometheus.scalar("sum(rate(locust_requests_total[1m])) > 0", now)}
+                # The recorded rate, not the raw one: its group records the failures' rate in the same evaluation,
+                # where a raw rate can be there a rule evaluation before the recorded ones are.
+                "sent": prometheus.scalar("sum(loadtest:requests:rate1m) > 0", now)}
 
     return wait_for(f"a {wanted or 'verdict'} with {workers} measured worker(s) and both targets' rates", judged,
                     VERDICT_TIMEOUT_S, every=1, detail=lambda: procs.log_tail("locust-master"),
