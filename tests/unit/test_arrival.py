@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 from types import SimpleNamespace
 
 import gevent
 import pytest
+from gevent import get_hub
 from gevent.event import Event
 from locust import User, task
 from locust.env import Environment
@@ -255,6 +257,36 @@ def test_each_slot_goes_to_the_user_that_parked_last():
     # Handed by the hub to parked users: never late for want of a user (late for CPU only on a host that stalled the
     # test over LATE_S, which is not this test's to judge).
     assert dispatcher.counts.late["users"] == 0 and dispatcher.timer is None  # none parked: none armed
+
+
+def test_a_user_without_a_connection_waits_while_answers_wait_in_the_hub():
+    """Answers read by nobody yet (readable sockets, their watchers pending in the hub's loop) mean a worker behind
+    on its CPU: the slots due go to a user handed one before (it holds a connection), never to one that would open a
+    connection; once nothing waits, the cold user takes its slot (a target that is slow, not the worker)."""
+    dispatcher = running_dispatcher(1000)
+    loop = get_hub().loop
+    answers = []
+    for _ in range(loadtest_arrival.PENDING_BUSY + 2):
+        ours, theirs = socket.socketpair()
+        theirs.send(b"x")
+        watcher = loop.io(ours.fileno(), 1)
+        watcher.start(lambda: None)  # never read: pending at every turn of the loop
+        answers.append((watcher, ours, theirs))
+    try:
+        cold = gevent.spawn(dispatcher.wait_for_slot)
+        gevent.sleep(0.05)  # some 50 slots come due
+        assert list(dispatcher.idle) == [cold] and dispatcher.counts.slots == 0
+        warm = gevent.spawn(dispatcher.wait_for_slot)
+        dispatcher.warm.add(warm)
+        warm.join(timeout=5)
+        assert warm.successful() and list(dispatcher.idle) == [cold] and dispatcher.counts.slots == 1
+    finally:
+        for watcher, ours, theirs in answers:
+            watcher.stop()
+            ours.close()
+            theirs.close()
+    cold.join(timeout=5)
+    assert cold.successful() and dispatcher.counts.slots == 2 and not dispatcher.idle
 
 
 def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_due_is_a_late_start():

@@ -74,6 +74,10 @@ POLL_S = 0.25
 # A worker waits for the whole pool to run (the master's "spawning complete") at most this long before it sends: a
 # worker that joins a running test may not hear it.
 POOL_WAIT_S = 5.0
+# A user that holds no connection yet is woken for a slot only while the hub has at most this many events waiting
+# (answers in, not yet read), one such user a hand-out; else the hand-out looks again after BUSY_RETRY_S
+# (Dispatcher._hand).
+PENDING_BUSY, BUSY_RETRY_S = 1, 0.002
 
 logger = logging.getLogger(__name__)
 
@@ -257,9 +261,16 @@ class Dispatcher:
     users the rate needs keep taking the slots with their warm connections, and the rest of the pool stays parked
     with no connection and no timer until the target slows. (Handing slots round the whole pool, each user sleeping
     until its own, kept every user's connection, timer and garbage busy: 6,000/s held per core, with half-second
-    stalls at the pool's start; 13,000-20,000/s now, benchmarks/arrival.py.) The timer's callback runs in the hub and
-    switches to each user itself, which runs until it waits on its request: no pacer greenlet to wake and put back
-    to sleep for every slot.
+    stalls at the pool's start.) The timer's callback runs in the hub and switches to each user itself, which runs
+    until it waits on its request: no pacer greenlet to wake and put back to sleep for every slot.
+
+    A user never handed a slot (cold: it holds no connection) is woken only while the hub has no answers waiting
+    to be read (at most PENDING_BUSY events pending), and one a hand-out. Answers waiting mean the worker's CPU is
+    behind, near its ceiling or catching up after a stall: the slots already due wait for the warm users, who take
+    them one after the other on their way back. Woken instead, thousands of cold users each opened a connection and
+    the worker fell behind for good: at 28,000-32,000/s on one core it sent 18,000-22,000/s from then on, with
+    18,000 users in flight, where 50 users send 42,000/s (2026-11-30). A worker with nothing waiting and no warm
+    user free waits on its target: its cold users take the slots as they come due, and the pool absorbs the target.
 
     Slots wait while the pool is being spawned (sent then, they would all start late): from a test's start (hold)
     until its pool runs (pool_runs, at spawning_complete), or POOL_WAIT_S after the start, for a worker that joins a
@@ -281,10 +292,12 @@ class Dispatcher:
         # start of it is the loop's, not the pool's (a worker stalled by its host wakes with more slots overdue than
         # users parked; those its users take on their way back came due while they were free).
         self.exhausted_since = None
+        self.warm: set = set()  # this test's users handed a slot: they hold a connection
 
     def hold(self) -> None:
         """A test starts: no slots until its pool runs, or POOL_WAIT_S from now."""
         self.stopping.clear()
+        self.warm.clear()
         self.sending = False
         self.exhausted_since = None
         self._disarm()
@@ -340,9 +353,9 @@ class Dispatcher:
         finally:
             self.idle.pop(me, None)
 
-    def _arm(self) -> None:
-        """The timer for the next slot, unless one is armed, no user is parked or the pool is not running yet. With
-        no share of the rate yet, it looks again every POLL_S."""
+    def _arm(self, at_least: float = 0.0) -> None:
+        """The timer for the next slot (`at_least` from now), unless one is armed, no user is parked or the pool is
+        not running yet. With no share of the rate yet, it looks again every POLL_S."""
         if self.timer is not None or self.handing or not self.idle or not self.sending:
             return
         schedule = self.schedule
@@ -350,6 +363,7 @@ class Dispatcher:
             delay = POLL_S
         else:
             delay = 0.0 if schedule.next_at is None else max(0.0, schedule.next_at - time.perf_counter())
+            delay = max(delay, at_least)
         self.timer = self.loop.timer(delay)
         self.timer.start(self._hand)
 
@@ -362,23 +376,34 @@ class Dispatcher:
         self.timer = self.pool_timer = self.starting = None
 
     def _hand(self) -> None:
-        """The timer's callback, in the hub: each slot due to the user parked last, then the timer again."""
+        """The timer's callback, in the hub: each slot due to the user parked last, a cold one only while nothing
+        waits in the hub (see the class), then the timer again."""
         self.timer = None
         schedule, idle = self.schedule, self.idle
+        again = 0.0
         if schedule.interval is not None:
             self.handing = True
             try:
                 now = time.perf_counter()
                 if schedule.next_at is None and self.on_first_slot is not None:
                     self.on_first_slot()
+                warm, cold = self.warm, 1
                 while idle and (schedule.next_at is None or schedule.next_at <= now):
+                    if next(reversed(idle)) not in warm:
+                        if self.loop.pendingcnt > PENDING_BUSY:
+                            again = BUSY_RETRY_S
+                            break
+                        if not cold:
+                            break  # the next iteration of the hub's loop, if nothing waits there then either
+                        cold = 0
                     user, _ = idle.popitem()
+                    warm.add(user)
                     user.switch(schedule.take(now))  # back here once the user waits on its request, or parks
                 if not idle and self.exhausted_since is None:
                     self.exhausted_since = time.perf_counter()
             finally:
                 self.handing = False
-        self._arm()
+        self._arm(again)
 
 
 def _sleep_unless_parked(taskset, seconds: float, sleep=gevent.sleep) -> None:
@@ -395,7 +420,7 @@ def _install_schedule(environment, dispatcher: Dispatcher) -> None:
 
 def _wait_for_slots(environment, dispatcher: Dispatcher) -> None:
     """Every User class waits for its slot, before its first task too, instead of its wait_time."""
-    wait_for_slot = dispatcher.wait_for_slot
+    wait_for_slot, warm = dispatcher.wait_for_slot, dispatcher.warm
     for user_class in environment.user_classes:
         if own := own_wait_times(user_class.tasks):
             raise SystemExit(f"{settings.ARRIVAL_RATE.env}: TaskSet {', '.join(own)} of {user_class.__name__} has "
@@ -408,6 +433,7 @@ def _wait_for_slots(environment, dispatcher: Dispatcher) -> None:
             first(self)
             try:
                 wait_for_slot(self)  # the first task waits for its slot too
+                warm.add(getcurrent())  # it took one already due, if not handed one
             except StopUser:
                 # Stopped before its first slot, as most of a pool is at every stop: Locust logs a StopUser out of
                 # on_start as an error with its traceback (7,300 of them at 15,000/s; the stop took 2.4 s, now 0.5 s).
