@@ -1,17 +1,20 @@
 """How LeanHttpUser reports a request (plugin/leanhttp.py): straight into the statistics while Locust's own listener
-is the request event's only one, through the event otherwise; the statistics the same either way, and a listener of
-the user's own gets every request from the moment it is added."""
+is the request event's only one (in the open model too, with its latency from the slot), through the event
+otherwise; the statistics the same either way, and a listener of the user's own gets every request from the moment
+it is added."""
 from __future__ import annotations
 
 import hashlib
 import inspect
 
 import pytest
+from gevent.event import Event
 from gevent.server import StreamServer
 from locust import event as locust_event
 from locust.env import Environment
 
 import leanhttp
+import loadtest_arrival
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 FAILED = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy"
@@ -109,7 +112,8 @@ def test_a_listener_added_later_hears_every_request_from_then_and_none_after_it_
 
 
 def test_an_event_whose_fire_is_replaced_is_fired(server, fired):
-    """The open model replaces the event's fire (its latency from the slot): every request must go through it."""
+    """A fire replaced without saying how it changes the response time (leanhttp.RESPONSE_TIME_OF) may do
+    anything: every request goes through it."""
     user, environment = lean_user(server)
     hook = environment.events.request
     replaced = []
@@ -122,6 +126,41 @@ def test_an_event_whose_fire_is_replaced_is_fired(server, fired):
     hook.fire = fire_and_note
     user.request("/ok")
     assert replaced == ["/ok"] and environment.stats.total.num_requests == 1
+
+
+def open_model(environment):
+    """The open model's latency from the slot on `environment`'s request event, as its plugin installs it; its
+    counts and the event that stops it."""
+    dispatcher = loadtest_arrival.Dispatcher(loadtest_arrival.Schedule(), loadtest_arrival.Counts(), Event())
+    loadtest_arrival._latency_from_slots(environment, dispatcher)
+    return dispatcher.counts, dispatcher.stopping
+
+
+@pytest.mark.parametrize("with_a_listener", [False, True], ids=["straight", "through-the-event"])
+def test_in_the_open_model_both_paths_report_the_latency_from_the_slot_and_keep_the_service_time(
+        server, fired, with_a_listener):
+    """The open model replaces the event's fire and says how it changes the response time: LeanHttpUser logs the
+    same response time straight into the statistics (no event) while Locust's listener is the only one, and
+    nothing, as the event would, while Locust stops the users."""
+    user, environment = lean_user(server)
+    counts, stopping = open_model(environment)
+    heard = []
+    if with_a_listener:
+        environment.events.request.add_listener(lambda **kwargs: heard.append(kwargs["response_time"]))
+    loadtest_arrival._iteration.lateness_ms = late_ms = 250.0  # the task started 250 ms after its slot
+    try:
+        for path, name in REQUESTS:
+            user.request(path, name=name)
+        stopping.set()
+        user.request("/ok", name="while stopping")
+    finally:
+        del loadtest_arrival._iteration.lateness_ms
+    total = environment.stats.total
+    assert len(counts.service_ms) == total.num_requests == len(REQUESTS) and total.num_failures == 2
+    assert total.total_response_time == pytest.approx(sum(counts.service_ms) + late_ms * len(REQUESTS))
+    assert total.min_response_time >= late_ms and ("while stopping", "GET") not in environment.stats.entries
+    assert fired == (["/ok", "/fail", "named", "/ok", "named"] if with_a_listener else [])
+    assert heard == ([service + late_ms for service in counts.service_ms] if with_a_listener else [])
 
 
 # Locust's runner listener the direct path stands for, by its text's SHA-256 (Locust 2.47): a change there fails

@@ -2,9 +2,10 @@
 
 FastHttpUser carries cookies, redirects, decoding and catch_response on every request; a throughput scenario needs
 none of that, and a generator core spent on it is a node the user pays for. LeanHttpUser sends one prepared HTTP/1.1
-request per self.request() call over its own connection, reads the whole response with a small parser, and fires
-exactly one Locust request event per attempt, so Locust's stats, web UI, CSV and master/worker distribution stay as
-they are.
+request per self.request() call over its own connection, reads the whole response with a small parser, and reports
+each attempt as one Locust request (the request event, or straight into Locust's statistics while only Locust's own
+listener would hear it: see statistics_listener), so Locust's stats, web UI, CSV and master/worker distribution stay
+as they are.
 
 - Keep-alive (default): one persistent connection per user. After a failure the connection is dropped and the next
   request opens a new one; a connection left idle longer than IDLE_CHECK_S is checked for a server-side close first.
@@ -300,20 +301,27 @@ _STATISTICS_LISTENER_CODE = next(const for const in LocustRunner.__init__.__code
                                  if getattr(const, "co_name", None) == "on_request")
 
 
+# A replaced fire of the request event may say, under this attribute, how it changes each request's response time:
+# a function of the response time (ms) giving the one to report, or None for a request it drops. The direct path
+# below applies it and stays direct; a replaced fire without it is fired. (The open model's, loadtest_arrival: the
+# latency from the slot, nothing while Locust stops the users.)
+RESPONSE_TIME_OF = "response_time_of"
+
+
 def statistics_listener(hook):
     """Locust's own listener among the request event's: it logs each request (and a failure's error) into the
     environment's statistics, and nothing else. None when the runner has none (no runner yet, another Locust).
 
-    While it is the event's only listener, and the event's fire is Locust's, a request is logged into the statistics
-    directly: firing the event would do that and only that, through two calls with nine keyword arguments each
-    (2.3 us a request with that listener alone, where logging directly takes 1.0 us: timeit on one core,
-    2026-11-30)."""
+    While it is the event's only listener, and the event's fire is Locust's (or one that says how it changes the
+    response time, RESPONSE_TIME_OF), a request is logged into the statistics directly: firing the event would do
+    that and only that, through two calls with nine keyword arguments each (2.3 us a request with that listener
+    alone, where logging directly takes 1.0 us: timeit on one core, 2026-11-30)."""
     return next((handler for handler in hook._handlers
                  if getattr(handler, "__code__", None) is _STATISTICS_LISTENER_CODE), None)
 
 
 class LeanHttpUser(User):
-    """A user with one HTTP connection; each self.request() is one Locust request event.
+    """A user with one HTTP connection; each self.request() is one Locust request.
 
     Subclasses set what to send (class attributes) and call self.request() in their tasks. Choose FastHttpUser
     instead when a scenario needs cookies, redirects, response content checks or catch_response.
@@ -390,7 +398,16 @@ class LeanHttpUser(User):
             exception = HttpStatusError(status)
         hook = self._request_event
         handlers = hook._handlers
-        if len(handlers) == 1 and handlers[0] is self._statistics_listener and "fire" not in hook.__dict__:
+        direct = len(handlers) == 1 and handlers[0] is self._statistics_listener
+        if direct and "fire" in hook.__dict__:
+            response_time_of = getattr(hook.fire, RESPONSE_TIME_OF, None)
+            if response_time_of is None:
+                direct = False
+            else:
+                response_time = response_time_of(response_time)
+                if response_time is None:
+                    return status  # a request the replaced fire drops
+        if direct:
             # All the event would do: what Locust's own listener does with it (see statistics_listener).
             stats = self.environment.stats
             stats.log_request(self.method, name, response_time, length)

@@ -56,6 +56,7 @@ from locust.exception import StopUser
 from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import RequestStats, StatsEntry, bucket_response_time
 
+import leanhttp
 import loadtest_reports
 from loadtest_shared import settings, verdict
 
@@ -268,9 +269,9 @@ class Dispatcher:
     to be read (at most PENDING_BUSY events pending), and one a hand-out. Answers waiting mean the worker's CPU is
     behind, near its ceiling or catching up after a stall: the slots already due wait for the warm users, who take
     them one after the other on their way back. Woken instead, thousands of cold users each opened a connection and
-    the worker fell behind for good: at 28,000-32,000/s on one core it sent 18,000-22,000/s from then on, with
-    18,000 users in flight, where 50 users send 42,000/s (2026-11-30). A worker with nothing waiting and no warm
-    user free waits on its target: its cold users take the slots as they come due, and the pool absorbs the target.
+    the worker fell behind for good: asked 24,000-40,000/s of one core, it sent 18,000-22,000/s from then on, where
+    a pool of 50 users behind their slots sent 42,000/s (one core, 2026-11-30). A worker with nothing waiting and no
+    warm user free waits on its target: its cold users take the slots as they come due, and the pool absorbs it.
 
     Slots wait while the pool is being spawned (sent then, they would all start late): from a test's start (hold)
     until its pool runs (pool_runs, at spawning_complete), or POOL_WAIT_S after the start, for a worker that joins a
@@ -394,7 +395,7 @@ class Dispatcher:
                             again = BUSY_RETRY_S
                             break
                         if not cold:
-                            break  # the next iteration of the hub's loop, if nothing waits there then either
+                            break  # the next cold user at the loop's next turn, if nothing waits then
                         cold = 0
                     user, _ = idle.popitem()
                     warm.add(user)
@@ -459,16 +460,28 @@ def _latency_from_slots(environment, dispatcher: Dispatcher) -> None:
     fire = hook.fire
     counts, stopping = dispatcher.counts, dispatcher.stopping
 
+    def from_slot(service: float | None) -> float | None:
+        """The response time from the slot of a request that took `service` ms from its send; its service time
+        kept."""
+        lateness = getattr(_iteration, "lateness_ms", None)
+        if lateness is None or service is None:
+            return service
+        counts.service_ms.append(service)
+        return service + lateness
+
     def fire_from_slot(*, reverse=False, **kwargs):
         if stopping.is_set():
             return None
-        lateness = getattr(_iteration, "lateness_ms", None)
-        service = kwargs.get("response_time")
-        if lateness is not None and service is not None:
-            counts.service_ms.append(service)
-            kwargs["response_time"] = service + lateness
+        if "response_time" in kwargs:
+            kwargs["response_time"] = from_slot(kwargs["response_time"])
         return fire(reverse=reverse, **kwargs)
 
+    def response_time_of(service: float) -> float | None:
+        """What fire_from_slot reports for a request: LeanHttpUser logs it straight into the statistics
+        (leanhttp.RESPONSE_TIME_OF)."""
+        return None if stopping.is_set() else from_slot(service)
+
+    setattr(fire_from_slot, leanhttp.RESPONSE_TIME_OF, response_time_of)
     hook.fire = fire_from_slot
 
 
