@@ -2,6 +2,7 @@
 that changes underneath fails here, not in a run), and does what it says on a real event loop."""
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib
 import inspect
@@ -48,13 +49,13 @@ def test_a_task_that_yielded_skips_the_zero_second_sleep_and_one_that_did_not_st
     neighbour = gevent.spawn(other)
     try:
         gevent.sleep(0.01)  # the neighbour runs, and the loop turns
-        loadtest_locust._sleep_unless_yielded(task, 0)  # first look: it yielded just now
+        loadtest_locust.sleep_unless_yielded(task, 0)  # first look: it yielded just now
         before = len(others_ran)
-        loadtest_locust._sleep_unless_yielded(task, 0)  # no yield since: it sleeps, and the neighbour runs
+        loadtest_locust.sleep_unless_yielded(task, 0)  # no yield since: it sleeps, and the neighbour runs
         assert len(others_ran) > before
         gevent.sleep(0.01)  # a task that waited for its answer
         before = len(others_ran)
-        loadtest_locust._sleep_unless_yielded(task, 0)  # skipped: nobody else ran during it
+        loadtest_locust.sleep_unless_yielded(task, 0)  # skipped: nobody else ran during it
         assert len(others_ran) == before
     finally:
         neighbour.kill()
@@ -62,8 +63,8 @@ def test_a_task_that_yielded_skips_the_zero_second_sleep_and_one_that_did_not_st
 
 def test_a_wait_of_more_than_zero_always_sleeps():
     task, slept = Task(), []
-    loadtest_locust._sleep_unless_yielded(task, 0.25, sleep=slept.append)
-    loadtest_locust._sleep_unless_yielded(task, 0.25, sleep=slept.append)
+    loadtest_locust.sleep_unless_yielded(task, 0.25, sleep=slept.append)
+    loadtest_locust.sleep_unless_yielded(task, 0.25, sleep=slept.append)
     assert slept == [0.25, 0.25]
 
 
@@ -91,6 +92,10 @@ REPLACED = {
     ("stats", "StatsEntry", "_log_time_of_request"): "bfee6e4489bd46acb8e736ea8f1df450c4555063236d1a35ef171046e18aa39d",
     ("stats", "StatsEntry", "_log_response_time"): "7d6b84c0847bf03785e553d0d3ec5bc0bcd1727427287b45bcaafbd932ccb563",
     ("stats", "RequestStats", "log_request"): "2adabf3329151759c9ca61209a4d262bd22218e5b2868a91839b8a601a0e19df",
+    # where total and entries are set, which the kept requests are logged into first
+    ("stats", "RequestStats", "__init__"): "6ab277649874bdc85dd4091126f4358bb63a6ee3062d6c6332702489faf886d2",
+    ("stats", "RequestStats", "clear_all"): "e805fdf597b08555971a95d5da808a25c41240208e80abe4d215df8c803e61bc",
+    ("stats", "StatsEntry", "reset"): "dd684b597c26bee78c5ccc0bbe4541c92ac2a3375bb178fec33e37d3051be9dc",  # a new entry's fields, as the fold sets them for its first request
     ("event", "EventHook", "add_listener"): "b5e7dfb4e12073437800d340b99beb38e293ea244a659e15236373d659cfcbf7",
     ("event", "EventHook", "remove_listener"): "520c79ca41880989affc4b504cf5dae79df15fe688a3e3c44a024ad42ef5875e",
     ("event", "EventHook", "fire"): "7755c634626221279413835c17a2481e2c1f4349a5ba4bda80a4722d7874524d",
@@ -131,6 +136,81 @@ def test_the_statistics_are_logged_as_locusts_own_code_logs_them(monkeypatch):
         logged.append({key: fields(entry) for key, entry in [("total", stats.total), *stats.entries.items()]})
     assert logged[0] == logged[1]
     assert len(logged[1]["total"]["response_times_cache"]) > 1, "no second boundary crossed"
+
+
+def statistics_as_read(stats) -> dict:
+    """Everything a reader sees of a RequestStats: each entry's fields (the total's too) and the errors."""
+    return {"entries": {key: fields(entry) for key, entry in [("total", stats.total), *stats.entries.items()]},
+            "errors": {key: error.serialize() for key, error in stats.errors.items()}}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_requests_kept_and_logged_at_the_next_reading_read_as_locusts_own_logged_one_by_one(monkeypatch, seed):
+    """Random runs of requests (several names and methods, response times of every bucket and None, seconds that
+    go by, a clock that steps back), read, reset, cleared and failed at random moments, with a fold every few
+    requests too: after every step a reader of the patched statistics sees what one of Locust's own sees."""
+    rng = random.Random(seed)
+    monkeypatch.setattr(loadtest_locust, "FOLD_AT", rng.choice([3, 50, 4096]))
+    shipped = as_shipped(locust_stats)
+    now = [1000.0 + rng.random()]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    cache = rng.random() < 0.5
+    both = [shipped.RequestStats(use_response_times_cache=cache), locust_stats.RequestStats(cache)]
+    keys = [("/a", "GET"), ("/b", "GET"), ("/a", "POST")][:rng.choice([1, 3])]
+    for _ in range(300):
+        step = rng.random()
+        if step < 0.8:
+            name, method = rng.choice(keys)
+            response_time = rng.choice([None, rng.uniform(0, 99.4), rng.uniform(0, 12000), rng.randrange(200)])
+            length = rng.randrange(2048)
+            for stats in both:
+                stats.log_request(method, name, response_time, length)
+        elif step < 0.9:
+            now[0] += rng.choice([0.001, 0.3, 1.0, 2.5, -1.2])  # seconds go by, or the clock steps back
+        elif step < 0.95:
+            assert statistics_as_read(both[1]) == statistics_as_read(both[0])
+        elif step < 0.97:
+            name, method = rng.choice(keys)
+            for stats in both:
+                stats.log_error(method, name, "connection refused")
+        elif step < 0.99:
+            for stats in both:
+                stats.reset_all()
+        else:
+            for stats in both:
+                stats.clear_all()
+    assert statistics_as_read(both[1]) == statistics_as_read(both[0])
+
+
+def test_kept_requests_use_a_bucketing_of_locusts_replaced_at_runtime(monkeypatch):
+    """Locust's documented way to bucket response times differently (locust.stats.bucket_response_time replaced)
+    still decides the buckets of requests logged in one go."""
+    monkeypatch.setattr(locust_stats, "bucket_response_time", lambda response_time: int(response_time) // 10 * 10)
+    stats = locust_stats.RequestStats()
+    for response_time in (1.2, 7.9, 12.5, 19.0, 55.0):
+        stats.log_request("GET", "/", response_time, 0)
+    assert dict(stats.total.response_times) == {0: 2, 10: 2, 50: 1}
+    assert dict(stats.entries["/", "GET"].response_times) == {0: 2, 10: 2, 50: 1}
+
+
+def test_kept_requests_are_no_containers_the_garbage_collector_counts():
+    """Each kept request in a tracked container (a tuple of its fields) made the collector run eight times as
+    often under load, with a full collection every 2 s: keeping a thousand adds none."""
+    stats = locust_stats.RequestStats()
+    stats.log_request("GET", "/", 1.0, 1)  # the entries exist
+    _ = stats.total
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        before = gc.get_count()[0]
+        for _ in range(1000):
+            stats.log_request("GET", "/", 1.5, 1024)
+        grown = gc.get_count()[0] - before
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert grown < 10, f"{grown} tracked objects for 1,000 kept requests"
+    assert stats.total.num_requests == 1001
 
 
 def fields(entry) -> dict:
@@ -267,6 +347,7 @@ def test_a_users_tasks_run_as_locusts_own_loop_runs_them(monkeypatch, case):
 def test_the_changes_are_in_place():
     assert locust_stats.StatsEntry.log is loadtest_locust._log
     assert locust_stats.RequestStats.log_request is loadtest_locust._log_request
+    assert isinstance(vars(locust_stats.RequestStats)["total"], loadtest_locust._Folded)
     assert locust_event.EventHook.fire is loadtest_locust._fire
 
 

@@ -81,6 +81,8 @@ class Deadlines:
 
 
 DEADLINES = Deadlines()
+_DUE = DEADLINES.due
+_clock = time.perf_counter
 
 
 class HttpStatusError(Exception):
@@ -379,44 +381,40 @@ class LeanHttpUser(User):
     def request(self, path: str | None = None, name: str | None = None) -> int | None:
         """Send one request (the class's path unless given) and report it. Returns the status, None when none came."""
         path = path or self.path
-        name = name or path
         data, url = self._prepared.get(path) or self._prepare(path)
-        status, length, exception = None, 0, None
-        started = time.perf_counter()
-        due, me = DEADLINES.due, getcurrent()
+        due, me = _DUE, getcurrent()
+        started = _clock()
         due[me] = started + self.timeout
         try:
             status, length = self._connection.exchange(data, self._head_method)
+            exception = None if 200 <= status < 300 else HttpStatusError(status)
         except DeadlinePassed:
-            exception = TimeoutError(f"no complete response within {self.timeout:g} s")
+            status, length, exception = None, 0, TimeoutError(f"no complete response within {self.timeout:g} s")
         except (OSError, HttpProtocolError) as error:  # OSError covers refused, reset, closed, TLS and DNS errors
-            exception = error
+            status, length, exception = None, 0, error
         finally:
             due.pop(me, None)
-        response_time = (time.perf_counter() - started) * 1000
-        if exception is None and not 200 <= status < 300:
-            exception = HttpStatusError(status)
+        response_time = (_clock() - started) * 1000
+        name = name or path
         hook = self._request_event
         handlers = hook._handlers
-        direct = len(handlers) == 1 and handlers[0] is self._statistics_listener
-        if direct and "fire" in hook.__dict__:
-            response_time_of = getattr(hook.fire, RESPONSE_TIME_OF, None)
-            if response_time_of is None:
-                direct = False
-            else:
-                response_time = response_time_of(response_time)
-                if response_time is None:
-                    return status  # a request the replaced fire drops
-        if direct:
+        if len(handlers) == 1 and handlers[0] is self._statistics_listener:
             # All the event would do: what Locust's own listener does with it (see statistics_listener).
-            stats = self.environment.stats
-            stats.log_request(self.method, name, response_time, length)
-            if exception:
-                stats.log_error(self.method, name, exception)
-        else:
-            hook.fire(request_type=self.method, name=name, response_time=response_time,
-                      response_length=length, exception=exception, context=self.context(), response=None, url=url,
-                      start_time=time.time() - response_time / 1000)
+            replaced_fire = hook.__dict__.get("fire")
+            response_time_of = replaced_fire and getattr(replaced_fire, RESPONSE_TIME_OF, None)
+            if replaced_fire is None or response_time_of is not None:
+                if response_time_of is not None:
+                    response_time = response_time_of(response_time)
+                    if response_time is None:
+                        return status  # a request the replaced fire drops
+                stats = self.environment.stats
+                stats.log_request(self.method, name, response_time, length)
+                if exception:
+                    stats.log_error(self.method, name, exception)
+                return status
+        hook.fire(request_type=self.method, name=name, response_time=response_time, response_length=length,
+                  exception=exception, context=self.context(), response=None, url=url,
+                  start_time=time.time() - response_time / 1000)
         return status
 
     def on_stop(self):

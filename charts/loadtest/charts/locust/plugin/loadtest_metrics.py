@@ -114,7 +114,7 @@ class Sent:
     of its own on the request event, which cost a request as much as Locust's statistics do (docs/own-test.md)."""
 
     def __init__(self):
-        self.carried, self.total = 0, None
+        self.carried, self.stats = 0, None
 
     def follow(self, stats) -> None:
         """Count a run's requests from zero, in `stats` (a worker's, made anew at each test start)."""
@@ -125,11 +125,12 @@ class Sent:
             self.carried += total.num_requests
             reset()
 
-        total.reset, self.total = carry_then_reset, total
+        total.reset, self.stats = carry_then_reset, stats
 
     @property
     def requests(self) -> int:
-        return self.carried + (self.total.num_requests if self.total is not None else 0)
+        # read through stats.total, which logs the requests Locust keeps for its next reading (loadtest_locust)
+        return self.carried + (self.stats.total.num_requests if self.stats is not None else 0)
 
 
 SENT = Sent()
