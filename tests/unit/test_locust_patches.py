@@ -162,7 +162,7 @@ def test_requests_kept_and_logged_at_the_next_reading_read_as_locusts_own_logged
         if step < 0.8:
             name, method = rng.choice(keys)
             response_time = rng.choice([None, rng.uniform(0, 99.4), rng.uniform(0, 12000), rng.randrange(200)])
-            length = rng.randrange(2048)
+            length = rng.randrange(2048) if rng.random() < 0.9 else rng.uniform(0, 10)  # a float now and then
             for stats in both:
                 stats.log_request(method, name, response_time, length)
         elif step < 0.9:

@@ -54,32 +54,20 @@ from locust.user.task import (LOCUST_STATE_RUNNING, LOCUST_STATE_STOPPING, LOCUS
 from locust.user.task import logger as locust_task_logger
 
 
-class LoopTurns:
-    """The event loop's turns, counted by a check watcher (it runs once a loop iteration, after the poll): a greenlet
-    that sees the count change since it last looked has yielded to the loop in between."""
-
-    def __init__(self):
-        self.turns = 0
-        self.watcher = get_hub().loop.check()
-        self.watcher.ref = False  # it does not keep the loop running
-        self.watcher.start(self._turn)
-
-    def _turn(self) -> None:
-        self.turns += 1
-
-
-LOOP = LoopTurns()
+# The event loop of the users' thread. Its iteration count goes up once a turn (each poll for events): a greenlet that
+# sees it changed since it last looked has yielded to the loop in between.
+LOOP = get_hub().loop
 
 
 def sleep_unless_yielded(taskset, seconds: float, sleep=gevent.sleep) -> None:
     """TaskSet._sleep: Locust's wait between tasks, without the zero-second sleep for a task that yielded to the
     event loop since the last one (a task that never yields still gets it, and cannot hold the loop)."""
-    turns = LOOP.turns
-    if seconds == 0 and taskset.__dict__.get("_loop_seen") != turns:
-        taskset._loop_seen = turns
+    turn = LOOP.iteration
+    if seconds == 0 and taskset.__dict__.get("_loop_seen") != turn:
+        taskset._loop_seen = turn
         return
     sleep(seconds)
-    taskset._loop_seen = LOOP.turns
+    taskset._loop_seen = LOOP.iteration
 
 
 def _run_users_tasks(self: DefaultTaskSet) -> None:
@@ -185,13 +173,15 @@ _FIELDS = 5  # a kept request's fields: name, method, response time, content len
 _LOCUSTS_BUCKET = locust_stats.bucket_response_time  # for a response time under 100 ms: round()
 
 
-def bucket_counts(response_times) -> Counter:
-    """How many of `response_times` (ms, none None) fall in each of Locust's response-time buckets: those under
-    100 ms rounded in C while the bucketing is Locust's own (locust.stats.bucket_response_time, which a user may
-    replace), the rest through it."""
+def bucket_counts(response_times, highest: float | None = None) -> Counter:
+    """How many of `response_times` (ms, none None; `highest` their max, if known) fall in each of Locust's
+    response-time buckets: those under 100 ms rounded in C while the bucketing is Locust's own
+    (locust.stats.bucket_response_time, which a user may replace), the rest through it."""
     bucket = locust_stats.bucket_response_time
     if bucket is not _LOCUSTS_BUCKET:
         return Counter(map(bucket, response_times))
+    if (max(response_times, default=0) if highest is None else highest) < 100:
+        return Counter(map(round, response_times))
     counts = Counter(map(round, filter(100.0.__gt__, response_times)))
     counts.update(map(bucket, filter(100.0.__le__, response_times)))
     return counts
@@ -220,13 +210,17 @@ def _fold(self: RequestStats) -> None:
     names, methods, response_times, lengths, clock = (pending[i::_FIELDS] for i in range(_FIELDS))
     pending.clear()
     total, entries = self.__dict__["_total"], self.__dict__["_entries"]
+    seconds = list(map(int, clock))
+    if seconds.count(seconds[0]) == len(seconds):  # the usual: all in one second
+        runs = [(seconds[0], len(seconds))]
+    else:
+        runs = [(second, len(list(run))) for second, run in itertools.groupby(seconds)]
     start = 0
-    for second, run in itertools.groupby(map(int, clock)):
-        end = start + len(list(run))
+    for second, count in runs:
+        end = start + count
         logged = _Logged(second, response_times[start:end], lengths[start:end], clock[end - 1])
         logged.into(total)
         run_names, run_methods = names[start:end], methods[start:end]
-        count = end - start
         if run_names.count(run_names[0]) == count and run_methods.count(run_methods[0]) == count:
             # one name: its entry gets what the total got
             logged.into(_entry(entries, (run_names[0], run_methods[0]), clock[start]))
@@ -256,11 +250,14 @@ class _Logged:
     """Requests of one second, as StatsEntry.log adds them to an entry."""
 
     def __init__(self, second: int, response_times, lengths, last_time: float):
-        self.second, self.count, self.lengths, self.last_time = second, len(response_times), lengths, last_time
-        nones = response_times.count(None)
-        self.nones = nones
-        self.timed = [t for t in response_times if t is not None] if nones else response_times
-        self.buckets = bucket_counts(self.timed)
+        self.second, self.count, self.last_time = second, len(response_times), last_time
+        self.nones = response_times.count(None)
+        self.timed = [t for t in response_times if t is not None] if self.nones else response_times
+        if self.timed:
+            self.lowest, self.highest = min(self.timed), max(self.timed)
+            self.buckets = bucket_counts(self.timed, self.highest)
+        # Ints add up the same in any order; floats do not, and are added one by one, in order.
+        self.lengths, self.length = lengths, sum(lengths)
 
     def into(self, entry: StatsEntry) -> None:
         last = entry.last_request_timestamp
@@ -273,15 +270,17 @@ class _Logged:
         timed = self.timed
         if timed:
             entry.total_response_time = functools.reduce(operator.add, timed, entry.total_response_time)
-            lowest, highest = min(timed), max(timed)
-            if entry.min_response_time is None or lowest < entry.min_response_time:
-                entry.min_response_time = lowest
-            if highest > entry.max_response_time:
-                entry.max_response_time = highest
+            if entry.min_response_time is None or self.lowest < entry.min_response_time:
+                entry.min_response_time = self.lowest
+            if self.highest > entry.max_response_time:
+                entry.max_response_time = self.highest
             counts = entry.response_times
             for bucket, count in self.buckets.items():
                 counts[bucket] += count
-        entry.total_content_length = functools.reduce(operator.add, self.lengths, entry.total_content_length)
+        if type(self.length) is int and type(entry.total_content_length) is int:
+            entry.total_content_length += self.length
+        else:
+            entry.total_content_length = functools.reduce(operator.add, self.lengths, entry.total_content_length)
 
 
 class _Folded:
