@@ -132,7 +132,7 @@ class HttpConnection:
         self.host, self.port = host, port
         self.tls, self.server_hostname = tls, server_hostname
         self.sock: socket.socket | None = None
-        self.idle_since = 0.0
+        self.idle_since = self.ended = 0.0
         self._address: tuple | None = None  # resolved once per connection failure, not per (close-mode) connection
 
     def open(self) -> None:
@@ -157,20 +157,23 @@ class HttpConnection:
             self.sock.close()
             self.sock = None
 
-    def reusable(self) -> bool:
-        """Open, and (after a long idle time) not closed by the server: an idle connection must not be readable."""
+    def reusable(self, now: float | None = None) -> bool:
+        """Open, and (after a long idle time) not closed by the server: an idle connection must not be readable.
+        `now`: the clock (time.perf_counter) as the caller just read it, if it did."""
         if self.sock is None:
             return False
-        if time.perf_counter() - self.idle_since > IDLE_CHECK_S and _readable(self.sock):
+        if (_clock() if now is None else now) - self.idle_since > IDLE_CHECK_S and _readable(self.sock):
             self.close()
             return False
         return True
 
-    def exchange(self, request: bytes, head_method: bool = False) -> tuple[int, int]:
-        """Send `request`, read its response in full: (status, body length). Closes when the response says so.
+    def exchange(self, request: bytes, head_method: bool = False, now: float | None = None) -> tuple[int, int]:
+        """Send `request`, read its response in full: (status, body length). Closes when the response says so;
+        `ended` is the clock (time.perf_counter) when the response had been read.
 
-        head_method: the request is a HEAD, whose response has no body whatever its headers say."""
-        if not self.reusable():
+        head_method: the request is a HEAD, whose response has no body whatever its headers say.
+        now: the clock as the caller just read it, if it did (a clock reading less a request)."""
+        if not self.reusable(now):
             self.open()
         try:
             sent = self.sock.send(request)  # one call sends a small request; gevent's sendall costs more
@@ -181,8 +184,9 @@ class HttpConnection:
             self.close()
             self._address = None
             raise
+        self.ended = _clock()
         if keep_alive:
-            self.idle_since = time.perf_counter()
+            self.idle_since = self.ended
         else:
             self.close()
         return status, length
@@ -385,16 +389,19 @@ class LeanHttpUser(User):
         due, me = _DUE, getcurrent()
         started = _clock()
         due[me] = started + self.timeout
+        connection = self._connection
         try:
-            status, length = self._connection.exchange(data, self._head_method)
+            status, length = connection.exchange(data, self._head_method, started)
+            ended = connection.ended
             exception = None if 200 <= status < 300 else HttpStatusError(status)
         except DeadlinePassed:
-            status, length, exception = None, 0, TimeoutError(f"no complete response within {self.timeout:g} s")
+            status, length, ended = None, 0, _clock()
+            exception = TimeoutError(f"no complete response within {self.timeout:g} s")
         except (OSError, HttpProtocolError) as error:  # OSError covers refused, reset, closed, TLS and DNS errors
-            status, length, exception = None, 0, error
+            status, length, ended, exception = None, 0, _clock(), error
         finally:
             due.pop(me, None)
-        response_time = (_clock() - started) * 1000
+        response_time = (ended - started) * 1000
         name = name or path
         hook = self._request_event
         handlers = hook._handlers
