@@ -21,11 +21,11 @@ from loadtest_shared import verdict
 POOL_S = 0.5
 FILE = "arrival.json"
 # What a worker core holds in the open model, as a share of what it sends in the closed one (the planner's per-core
-# figure in the open model): benchmarks/arrival.py, which measures both on the same core in each run, gave 0.51 /
-# 0.55 / 0.61 (keepalive_1kb, fewer than 1 % late starts; 28,000 / 28,000 / 30,000/s held against 48,994-55,052/s
-# closed), chart 0.7.4 with its warm catch-up and LeanHttpUser's direct path in the open model, on 2026-11-30, the
-# project's 2-core VM (docs/open-model.md, "Per core"). Before both, the same day: 0.19 / 0.30 / 0.46.
-CLOSED_SHARE = 0.55
+# figure in the open model): benchmarks/arrival.py, which measures both on the same core in each run, gave 0.46 /
+# 0.51 / 0.55 (keepalive_1kb, fewer than 1 % late starts; 28,000 / 28,000 / 30,000/s held against 50,832-61,408/s
+# closed), chart 0.7.5 on 2026-12-01, the project's 2-core VM (docs/open-model.md, "Per core"). With chart 0.7.4 on
+# 2026-11-30: 0.51 / 0.55 / 0.61, the same rates held against a closed model that sent less a core.
+CLOSED_SHARE = 0.51
 
 
 def pool_size(rate: float, workers: int) -> int:

@@ -194,7 +194,7 @@ def test_kept_requests_use_a_bucketing_of_locusts_replaced_at_runtime(monkeypatc
 
 
 def test_kept_requests_are_no_containers_the_garbage_collector_counts():
-    """Each kept request in a tracked container (a tuple of its fields) made the collector run eight times as
+    """Each kept request in a tracked container (a tuple of its fields) made the collector run seven times as
     often under load, with a full collection every 2 s: keeping a thousand adds none."""
     stats = locust_stats.RequestStats()
     stats.log_request("GET", "/", 1.0, 1)  # the entries exist

@@ -192,7 +192,7 @@ def _log_request(self: RequestStats, method: str, name: str, response_time: floa
     """RequestStats.log_request: the request is kept as it came (with its clock reading) and logged into the total
     and its name's entry, with the requests before it, at the next reading of either (see _Folded). Its fields go
     into one flat list: a tuple kept per request would be a container the garbage collector counts, and thousands
-    of them in waiting made it run eight times as often (a full collection every 2 s, 35 ms each)."""
+    of them in waiting made it run seven times as often (a full collection every 2 s, 35 ms each)."""
     pending = self._pending
     pending += (name, method, response_time, content_length, time.time())
     if len(pending) >= FOLD_AT * _FIELDS:
