@@ -49,13 +49,13 @@ def test_a_task_that_yielded_skips_the_zero_second_sleep_and_one_that_did_not_st
     neighbour = gevent.spawn(other)
     try:
         gevent.sleep(0.01)  # the neighbour runs, and the loop turns
-        loadtest_locust.sleep_unless_yielded(task, 0)  # first look: it yielded just now
+        loadtest_locust._sleep_unless_yielded(task, 0)  # first look: it yielded just now
         before = len(others_ran)
-        loadtest_locust.sleep_unless_yielded(task, 0)  # no yield since: it sleeps, and the neighbour runs
+        loadtest_locust._sleep_unless_yielded(task, 0)  # no yield since: it sleeps, and the neighbour runs
         assert len(others_ran) > before
         gevent.sleep(0.01)  # a task that waited for its answer
         before = len(others_ran)
-        loadtest_locust.sleep_unless_yielded(task, 0)  # skipped: nobody else ran during it
+        loadtest_locust._sleep_unless_yielded(task, 0)  # skipped: nobody else ran during it
         assert len(others_ran) == before
     finally:
         neighbour.kill()
@@ -63,8 +63,8 @@ def test_a_task_that_yielded_skips_the_zero_second_sleep_and_one_that_did_not_st
 
 def test_a_wait_of_more_than_zero_always_sleeps():
     task, slept = Task(), []
-    loadtest_locust.sleep_unless_yielded(task, 0.25, sleep=slept.append)
-    loadtest_locust.sleep_unless_yielded(task, 0.25, sleep=slept.append)
+    loadtest_locust._sleep_unless_yielded(task, 0.25, sleep=slept.append)
+    loadtest_locust._sleep_unless_yielded(task, 0.25, sleep=slept.append)
     assert slept == [0.25, 0.25]
 
 

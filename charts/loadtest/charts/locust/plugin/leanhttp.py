@@ -81,7 +81,6 @@ class Deadlines:
 
 
 DEADLINES = Deadlines()
-_DUE = DEADLINES.due
 _clock = time.perf_counter
 
 
@@ -385,8 +384,9 @@ class LeanHttpUser(User):
     def request(self, path: str | None = None, name: str | None = None) -> int | None:
         """Send one request (the class's path unless given) and report it. Returns the status, None when none came."""
         path = path or self.path
+        name = name or path
         data, url = self._prepared.get(path) or self._prepare(path)
-        due, me = _DUE, getcurrent()
+        due, me = DEADLINES.due, getcurrent()
         started = _clock()
         due[me] = started + self.timeout
         connection = self._connection
@@ -402,26 +402,27 @@ class LeanHttpUser(User):
         finally:
             due.pop(me, None)
         response_time = (ended - started) * 1000
-        name = name or path
         hook = self._request_event
         handlers = hook._handlers
-        if len(handlers) == 1 and handlers[0] is self._statistics_listener:
+        direct = len(handlers) == 1 and handlers[0] is self._statistics_listener
+        if direct and "fire" in hook.__dict__:
+            response_time_of = getattr(hook.fire, RESPONSE_TIME_OF, None)
+            if response_time_of is None:
+                direct = False
+            else:
+                response_time = response_time_of(response_time)
+                if response_time is None:
+                    return status  # a request the replaced fire drops
+        if direct:
             # All the event would do: what Locust's own listener does with it (see statistics_listener).
-            replaced_fire = hook.__dict__.get("fire")
-            response_time_of = replaced_fire and getattr(replaced_fire, RESPONSE_TIME_OF, None)
-            if replaced_fire is None or response_time_of is not None:
-                if response_time_of is not None:
-                    response_time = response_time_of(response_time)
-                    if response_time is None:
-                        return status  # a request the replaced fire drops
-                stats = self.environment.stats
-                stats.log_request(self.method, name, response_time, length)
-                if exception:
-                    stats.log_error(self.method, name, exception)
-                return status
-        hook.fire(request_type=self.method, name=name, response_time=response_time, response_length=length,
-                  exception=exception, context=self.context(), response=None, url=url,
-                  start_time=time.time() - response_time / 1000)
+            stats = self.environment.stats
+            stats.log_request(self.method, name, response_time, length)
+            if exception:
+                stats.log_error(self.method, name, exception)
+        else:
+            hook.fire(request_type=self.method, name=name, response_time=response_time,
+                      response_length=length, exception=exception, context=self.context(), response=None, url=url,
+                      start_time=time.time() - response_time / 1000)
         return status
 
     def on_stop(self):

@@ -26,7 +26,7 @@ save per request.
   request is now kept as it came, with one clock reading, and logged with those before it when the statistics are
   next read (RequestStats.total and .entries, which every reader goes through, log what was kept first) or when
   FOLD_AT are kept: each second's run of them at once, with C loops over its columns, every field as the calls one
-  by one would have left it. StatsEntry.log, for a caller of its own, sets its fields in one function.
+  by one would have left it. StatsEntry.log, for a caller of its own, logs its one request the same way.
 - The event's listeners. EventHook.fire copied its list of listeners on every firing, so that a listener may add or
   remove one while it fires; the list is now replaced, never changed, when a listener is added or removed, and a
   firing walks the list it started with: the same for listeners, without a copy a request.
@@ -59,7 +59,7 @@ from locust.user.task import logger as locust_task_logger
 LOOP = get_hub().loop
 
 
-def sleep_unless_yielded(taskset, seconds: float, sleep=gevent.sleep) -> None:
+def _sleep_unless_yielded(taskset, seconds: float, sleep=gevent.sleep) -> None:
     """TaskSet._sleep: Locust's wait between tasks, without the zero-second sleep for a task that yielded to the
     event loop since the last one (a task that never yields still gets it, and cannot hold the loop)."""
     turn = LOOP.iteration
@@ -136,37 +136,6 @@ def _run_users_tasks(self: DefaultTaskSet) -> None:
                 raise
 
 
-def log_in_entries(entries, response_time: float | None, content_length: int, current_time: float) -> None:
-    """What StatsEntry.log, _log_time_of_request and _log_response_time did, in each of `entries`, for a request
-    logged at current_time. The response-time bucket is still looked up in Locust's module, where a test may replace
-    it, once for all the entries."""
-    second = int(current_time)
-    bucket = None if response_time is None else locust_stats.bucket_response_time(response_time)
-    for entry in entries:
-        last = entry.last_request_timestamp
-        if entry.use_response_times_cache and last and second > last:  # a later second than int(last), for t >= 0
-            entry._cache_response_times(second - 1)
-        entry.num_requests += 1
-        entry.num_reqs_per_sec[second] += 1
-        entry.last_request_timestamp = current_time
-        if bucket is None:
-            entry.num_none_requests += 1
-        else:
-            entry.total_response_time += response_time
-            lowest = entry.min_response_time
-            if lowest is None or response_time < lowest:
-                entry.min_response_time = response_time
-            if response_time > entry.max_response_time:
-                entry.max_response_time = response_time
-            entry.response_times[bucket] += 1
-        entry.total_content_length += content_length
-
-
-def _log(self: StatsEntry, response_time: float | None, content_length: int) -> None:
-    """StatsEntry.log."""
-    log_in_entries((self,), response_time, content_length, time.time())
-
-
 # Requests logged but not yet in their entries, at most this many (about a tenth of a second of one worker core's).
 FOLD_AT = 4096
 _FIELDS = 5  # a kept request's fields: name, method, response time, content length, clock reading
@@ -197,6 +166,12 @@ def _log_request(self: RequestStats, method: str, name: str, response_time: floa
     pending += (name, method, response_time, content_length, time.time())
     if len(pending) >= FOLD_AT * _FIELDS:
         _fold(self)
+
+
+def _log(self: StatsEntry, response_time: float | None, content_length: int) -> None:
+    """StatsEntry.log: one request, logged as a kept one is."""
+    now = time.time()
+    _Logged(int(now), [response_time], [content_length], now).into(self)
 
 
 def _fold(self: RequestStats) -> None:
@@ -261,7 +236,7 @@ class _Logged:
 
     def into(self, entry: StatsEntry) -> None:
         last = entry.last_request_timestamp
-        if entry.use_response_times_cache and last and self.second > last:  # as log_in_entries
+        if entry.use_response_times_cache and last and self.second > last:  # a later second than int(last)
             entry._cache_response_times(self.second - 1)
         entry.num_requests += self.count
         entry.num_reqs_per_sec[self.second] += self.count
@@ -333,7 +308,7 @@ def _fire(self: EventHook, *, reverse: bool = False, **kwargs) -> None:
             locust_log.unhandled_greenlet_exception = True
 
 
-TaskSet._sleep = sleep_unless_yielded
+TaskSet._sleep = _sleep_unless_yielded
 DefaultTaskSet.run = _run_users_tasks
 StatsEntry.log = _log
 RequestStats.log_request = _log_request
