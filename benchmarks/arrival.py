@@ -4,18 +4,19 @@ fewer than 1 % late starts (keepalive_1kb, LOADTEST_ARRIVAL_RATE), beside vegeta
     ~/.cache/loadtest/venv/bin/python benchmarks/arrival.py [--step-s 8] [--rates 1000,2000,...] [--runs 3]
 
 nginx (one process, 1 KB file, keep-alive: benchmarks/generators.py's Target) runs on CPU 0, the generator on CPU 1.
-Locust runs standalone (the same per-core figure as one worker: TOOLING.md) at each rate in turn, its statistics
-reset once its pool runs. A rate is held when the achieved rate is within 1 % of it and fewer than 1 % of the slots
-started late (for want of a free user or of CPU); the climb stops at the first rate not held. vegeta (built by
-scripts/setup) runs with one Go processor (-cpus 1) pinned to CPU 1, as fast as it goes: its ceiling on one core.
-Then both run at half the rate held, vegeta paced, to compare Locust's p99 (from each request's slot) with vegeta's;
-and the Locust process's largest resident memory gives its memory per 1,000 pool users. Each run starts with vegeta
-paced at 4,000/s and benchmarks/steadiness.py on both CPUs, the host's noise: a p99 over 10 ms there, or a CPU
-slowed for longer than a late start, marks the run's figures as the host's ceiling. Each run also measures the closed
-model on the same core (LeanHttpUser with CLOSED_USERS users and no wait, benchmarks/generators.py's way: requests
-over the generator's CPU seconds), so the open model's rate held over the closed model's per core is a ratio of one
-run on one host. Each of --runs runs does all of that; the end prints min / median / max. No assertions: this prints
-figures and both ratios for docs/open-model.md ("Per core").
+Each run starts with vegeta paced at 4,000/s and benchmarks/steadiness.py on both CPUs, the host's noise: a p99 over
+10 ms there, or a CPU slowed for longer than a late start, marks the run's figures as the host's ceiling. Then the
+closed model on the same core (LeanHttpUser with CLOSED_USERS users and no wait, benchmarks/generators.py's way:
+requests over the generator's CPU seconds), and the open model's climb: from CLIMB_FROM of the closed model's rate,
+CLIMB_STEP of it apart (or the --rates given), so it reaches the open model's ceiling on any host and the rate held
+over the closed model's a core is a ratio of one run on one host, to within CLIMB_STEP. Locust runs standalone (the
+same per-core figure as one worker: TOOLING.md) at each rate in turn, its statistics reset once its pool runs. A
+rate is held when the achieved rate is within 1 % of it and fewer than 1 % of the slots started late (for want of a
+free user or of CPU); the climb stops at the first rate not held. vegeta (built by scripts/setup) runs with one Go
+processor (-cpus 1) pinned to CPU 1, as fast as it goes: its ceiling on one core. Then both run at half the rate
+held, vegeta paced, to compare Locust's p99 (from each request's slot) with vegeta's; and the Locust process's
+largest resident memory gives its memory per 1,000 pool users. Each of --runs runs does all of that; the end prints
+min / median / max. No assertions: this prints figures and both ratios for docs/open-model.md ("Per core").
 """
 from __future__ import annotations
 
@@ -45,7 +46,10 @@ from loadtest.runtime.locust import with_plugin
 from loadtest.runtime.processes import stop
 from loadtest.workload import arrival, scenarios
 
-DEFAULT_RATES = "2000,4000,6000,8000,10000,11000,12000,13000,14000,15000,16000,18000,20000"
+# The climb without --rates, in shares of the run's closed-model rate a core: from CLIMB_FROM up, CLIMB_STEP apart,
+# each rounded to CLIMB_ROUND requests/s, up to the closed model's rate. (A fixed list ran out: its top, 20,000/s,
+# was held on a host where 42,000/s was, 2026-12-01.)
+CLIMB_FROM, CLIMB_STEP, CLIMB_ROUND = 0.4, 0.05, 1000
 # vegeta's workers when paced (the host check, half the rate held), as many as its run as fast as it goes has, and
 # no more: with one Go processor, its workers are often not back at the pacer's channel when a tick comes, so it
 # starts one more per tick, each with a connection of its own (2,384 connections for 8,000 requests at 4,000/s with
@@ -113,14 +117,15 @@ def locust_step(url: str, rate: float, seconds: int, workdir: Path) -> Step:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--step-s", type=int, default=8, help="seconds per rate (default 8)")
-    parser.add_argument("--rates", default=DEFAULT_RATES, help=f"rates to climb, requests/s (default {DEFAULT_RATES})")
+    parser.add_argument("--rates", default="", help=f"rates to climb, requests/s (default: from {CLIMB_FROM:.0%} of "
+                        f"the run's closed-model rate a core, {CLIMB_STEP:.0%} of it apart)")
     parser.add_argument("--runs", type=int, default=3, help="climbs, each with its vegeta figures (default 3)")
     args = parser.parse_args(argv)
     try:
         rates = [float(r) for r in args.rates.split(",") if r.strip()]
     except ValueError:
         parser.error(f"--rates {args.rates!r}: numbers separated by commas, e.g. 1000,2000")
-    if not rates or any(r <= 0 for r in rates) or not 3 <= args.step_s <= 120 or not 1 <= args.runs <= 10:
+    if any(r <= 0 for r in rates) or not 3 <= args.step_s <= 120 or not 1 <= args.runs <= 10:
         parser.error("--rates must be positive, --step-s 3..120 and --runs 1..10")
     if not shutil.which("nginx") or not shutil.which("taskset") or psutil.cpu_count() < 2:
         parser.error("needs nginx, taskset and two CPUs")
@@ -205,9 +210,15 @@ def open_closed_ratios(runs: list[Run]) -> list[float]:
     return [r.best.offered / r.closed.rps_per_core for r in runs if r.best and r.closed and r.closed.rps_per_core]
 
 
+def climb(closed_rps: float) -> list[float]:
+    """The default climb for a closed-model rate a core (see CLIMB_FROM)."""
+    shares = (CLIMB_FROM + CLIMB_STEP * i for i in range(round((1 - CLIMB_FROM) / CLIMB_STEP) + 1))
+    return sorted({max(CLIMB_ROUND, round(closed_rps * share / CLIMB_ROUND) * CLIMB_ROUND) for share in shares})
+
+
 def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> Run:
-    """Climb the rates until one is not held; then vegeta's ceiling, the closed model's rate a core, and Locust and
-    vegeta at half the rate held."""
+    """The closed model's rate a core; then the climb (`rates`, or climb()'s) until a rate is not held; then
+    vegeta's ceiling, and Locust and vegeta at half the rate held."""
     url = f"{target.url}/1kb"
     host_p99_ms = vegeta.attack(url, HOST_CHECK_RATE, HOST_CHECK_S, workers=VEGETA_WORKERS, cpus=1,
                                 pin=[GENERATOR_CPU], max_workers=VEGETA_WORKERS).p99_ms
@@ -218,9 +229,13 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
           f"{HOST_QUIET_P99_MS:g} ms)\nthe host's CPUs: {'; '.join(map(str, steadiness))} "
           f"({'steady' if slowed_ms <= verdict.LATE_MS else 'NOISY'}: a stretch over {verdict.LATE_MS} ms makes "
           "slots late)", flush=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    closed = closed_model("LeanHttpUser", target, CLOSED_USERS, step_s, workdir)
+    print(f"the closed model (LeanHttpUser, {CLOSED_USERS} users, no wait) on 1 core: "
+          f"{closed.rps_per_core:,.0f} requests/s a core", flush=True)
     print(f"{'offered':>8} {'achieved':>9} {'late':>7} {'p50':>6} {'p99':>6} {'MiB':>5}  (Locust open model, 1 core)")
     best = None
-    for rate in rates:
+    for rate in rates or climb(closed.rps_per_core):
         step = locust_step(target.url, rate, step_s, workdir / f"rate-{rate:g}")
         print(f"{step.offered:>8,.0f} {step.achieved:>9,.0f} {step.late_share:>7.2%} {step.p50_ms:>4g}ms "
               f"{step.p99_ms:>4g}ms {step.rss_mib:>5.0f}  {'held' if step.held else 'NOT held'}", flush=True)
@@ -228,12 +243,8 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
             break
         best = step
     run = Run(best, vegeta.max_rate(url, duration_s=step_s, cpus=1, workers=VEGETA_WORKERS, pin=[GENERATOR_CPU]),
-              host_p99_ms=host_p99_ms, steadiness=steadiness)
+              closed=closed, host_p99_ms=host_p99_ms, steadiness=steadiness)
     print(f"vegeta on 1 core, as fast as it goes: {run.reference.achieved_rps:,.0f} requests/s", flush=True)
-    workdir.mkdir(parents=True, exist_ok=True)
-    run.closed = closed_model("LeanHttpUser", target, CLOSED_USERS, step_s, workdir)
-    print(f"the closed model (LeanHttpUser, {CLOSED_USERS} users, no wait) on 1 core: "
-          f"{run.closed.rps_per_core:,.0f} requests/s a core", flush=True)
     if best is not None:
         half = best.offered / 2
         run.half = locust_step(target.url, half, step_s, workdir / f"half-{half:g}")

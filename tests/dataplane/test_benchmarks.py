@@ -144,3 +144,16 @@ def test_the_arrival_benchmark_holds_the_open_model_to_the_closed_model_of_the_s
                           mean_ms=1, p50_ms=1, p90_ms=1, p99_ms=2, max_ms=3)
     assert arrival.Run(held, None, vegeta_half=paced).vegeta_comparable
     assert not arrival.Run(held, None, vegeta_half=replace(paced, achieved_rps=474)).vegeta_comparable
+
+
+def test_the_arrival_benchmarks_climb_reaches_the_closed_models_rate_on_any_host():
+    """Without --rates the open model climbs in shares of the closed model's rate of the same run: a fixed list of
+    rates ran out below the ceiling of a faster host."""
+    for closed_rps in (9_000, 61_911, 150_000):
+        rates = arrival.climb(closed_rps)
+        assert rates == sorted(set(rates))
+        assert rates[0] == pytest.approx(arrival.CLIMB_FROM * closed_rps, abs=arrival.CLIMB_ROUND)
+        assert rates[-1] == pytest.approx(closed_rps, abs=arrival.CLIMB_ROUND)
+        steps = [b - a for a, b in zip(rates, rates[1:])]
+        assert all(0 < step <= arrival.CLIMB_STEP * closed_rps + arrival.CLIMB_ROUND for step in steps), steps
+    assert arrival.climb(100) == [arrival.CLIMB_ROUND]  # a rate never rounds to nothing
