@@ -246,14 +246,6 @@ def own_wait_times(tasks) -> list[str]:
 _iteration = local()  # per user greenlet: how late its current task started, in ms
 
 
-class _Parked(float):
-    """The wait_time of a user that parked for its slot: 0 s, that Locust's wait does not sleep (see
-    _install_schedule)."""
-
-
-PARKED = _Parked(0)
-
-
 class Dispatcher:
     """Hands the schedule's slots to the users as they fall due.
 
@@ -318,8 +310,7 @@ class Dispatcher:
         self._arm()
 
     def wait_for_slot(self, user=None) -> float:
-        """A user's wait_time: returns (0 s, Locust's sleep; PARKED if it parked) once the user holds its slot,
-        counted."""
+        """A user's wait_time: returns (0 s) once the user holds its slot, counted."""
         clock = time.perf_counter
         schedule = self.schedule
         now = clock()
@@ -330,11 +321,9 @@ class Dispatcher:
             if now - slot > LATE_S:  # it waited for a user to come free, if none was when it came due
                 exhausted = self.exhausted_since
                 late = "users" if exhausted is not None and exhausted <= slot else "cpu"
-            wait = 0
         else:
             slot = self._park()
             late = "cpu" if clock() - slot > LATE_S else None  # a user was idle: the loop handed it late
-            wait = PARKED
         if self.stopping.is_set():
             raise StopUser()
         counts = self.counts
@@ -342,7 +331,7 @@ class Dispatcher:
             counts.late[late] += 1
         counts.slots += 1
         _iteration.lateness_ms = max(0.0, clock() - slot) * 1000
-        return wait
+        return 0
 
     def _park(self) -> float:
         me = getcurrent()
@@ -407,11 +396,6 @@ class Dispatcher:
         self._arm(again)
 
 
-def _sleep_unless_parked(taskset, seconds: float, sleep=gevent.sleep) -> None:
-    if seconds is not PARKED:
-        sleep(seconds)
-
-
 def _install_schedule(environment, dispatcher: Dispatcher) -> None:
     """The dispatcher's wait in every User class, before its first task too; the slot's lateness in every request's
     response time."""
@@ -442,14 +426,6 @@ def _wait_for_slots(environment, dispatcher: Dispatcher) -> None:
                 raise GreenletExit() from None
 
         user_class.on_start = on_start
-
-    # A user that parked for its slot has yielded already (the hub's timer switched back to it): Locust's wait would
-    # then sleep 0 s, a second trip through the event loop for nothing (two switches and a callback a request). A
-    # user that took a slot already due still sleeps 0 s there, so a task that never waits cannot hold the loop; and
-    # its next request goes out with the loop's other callbacks, after the answers of that turn are read. (Skipped
-    # as in the closed model, where a task that yielded skips it, the sleep's 14 % of the CPU at 20,000/s on one
-    # core was saved, but 2.1-2.3 % of the slots started late at 28,000/s where none did: four runs, 2026-12-01.)
-    TaskSet._sleep = _sleep_unless_parked
 
 
 def _latency_from_slots(environment, dispatcher: Dispatcher) -> None:

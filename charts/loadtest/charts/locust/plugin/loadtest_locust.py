@@ -13,8 +13,7 @@ save per request.
 - The wait between tasks. A user whose wait_time is 0 ends every task in gevent.sleep(0): a trip through the event
   loop (two greenlet switches and a callback) that only matters for a task that never yielded, which would otherwise
   hold the loop. A task that sent a request has yielded already, waiting for its answer; its trip is skipped. The
-  open model replaces the same method with its own (loadtest_arrival), which skips it for a user that parked for
-  its slot.
+  open model's users wait the same way (a user that parked for its slot has yielded too).
 - The user's task loop. DefaultTaskSet.run (TaskSet.run for a User's own tasks) went through six methods and a
   property per task: choosing the task (random.choice, even of a single one), queueing and unqueueing it, telling a
   function from a TaskSet class (hasattr, which fails for a function: an exception raised and caught), and the wait
