@@ -73,6 +73,10 @@ CASES = (
     Case("target", repeat(6, worker_cpu=(0.3,), target_cpu=0.95), TB, NGB),
     Case("healthy", repeat(6, worker_cpu=(0.5,), target_cpu=0.4), OK, NGB),
     Case("shared-machine", repeat(6, worker_cpu=(0.6,), target_cpu=0.3, host_cpu=0.98), GB, NGB),
+    # A worker crowded to half a core beside a CPU hog: the machine is full short of 100 % (HOST_FULL), its two
+    # sides waiting on each other's answers now and then; under that, the same worker had CPU left to take.
+    Case("crowded-machine", repeat(6, worker_cpu=(0.52,), target_cpu=0.48, host_cpu=0.88), GB, NGB),
+    Case("busy-machine", repeat(6, worker_cpu=(0.52,), target_cpu=0.48, host_cpu=0.8), OK, NGB),
     # The target's CPU not measured (`--host` elsewhere, a pod without a CPU limit, the master): its headroom is
     # unmeasured on every path, never healthy; a saturated generator still says so.
     Case("target-unmeasured", repeat(6, worker_cpu=(0.5,)), NGB, NGB),

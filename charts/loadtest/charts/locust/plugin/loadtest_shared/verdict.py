@@ -34,6 +34,10 @@ THRESHOLDS = {
     # On a machine the workers share with the target, a full machine holds back only a worker that wants CPU: one
     # using this share of a core or more competes for it; a lighter one (a test with think time) gets what it asks.
     "loadtest:worker_contention:threshold": 0.25,
+    # A machine the workers share with the target is full from this share of its cores busy: while both want CPU it
+    # never reads 100 %, each waiting on the other's answers now and then (a worker crowded to 52 % of a core by a
+    # CPU hog read the machine 92 % busy on average, samples either side of 90 %, 2026-12-01).
+    "loadtest:host_saturation:threshold": 0.85,
     # The open model: late starts (more than LATE_S after their slot) in at least this share of the slots.
     "loadtest:late_starts:threshold": 0.01,
     # The open model: a run that sent less than this share of its offered rate measured a smaller load than it was
@@ -45,6 +49,7 @@ THROTTLED = THRESHOLDS["loadtest:cpu_throttling:threshold"]
 FAILURE_RATIO = THRESHOLDS["loadtest:failure_ratio:threshold"]
 SATURATED_SHARE = THRESHOLDS["loadtest:saturated_share:threshold"]
 CONTENDED = THRESHOLDS["loadtest:worker_contention:threshold"]
+HOST_FULL = THRESHOLDS["loadtest:host_saturation:threshold"]
 LATE_STARTS = THRESHOLDS["loadtest:late_starts:threshold"]
 ACHIEVED_SHARE = THRESHOLDS["loadtest:achieved_share:threshold"]
 # The open model: a request started more than this after its slot is a late start (a wrk2-style generator holds
@@ -105,7 +110,7 @@ class Sample:
         """How many workers were held back at this moment: each at its CPU ceiling, throttled, or wanting CPU from a
         full machine it shares with a target that has some left."""
         cpu, throttled = self.workers(), self.throttling()
-        machine_full = self.host_cpu is not None and self.host_cpu >= SATURATED_CPU and not self.target_saturated
+        machine_full = self.host_cpu is not None and self.host_cpu >= HOST_FULL and not self.target_saturated
         return sum(c >= SATURATED_CPU or throttled.get(w, 0.0) >= THROTTLED or (machine_full and c >= CONTENDED)
                    for w, c in cpu.items())
 
@@ -294,7 +299,7 @@ def _generator(window: Window) -> str:
                 "generator's; add workers or cores, or give each worker a whole core")
     if window.worker_throttling is not None and window.worker_throttling >= THROTTLED:
         advice = "their CPU limit holds the workers back; give each worker a whole core"
-    elif window.host_cpu is not None and window.host_cpu >= SATURATED_CPU and window.busiest_worker < SATURATED_CPU:
+    elif window.host_cpu is not None and window.host_cpu >= HOST_FULL and window.busiest_worker < SATURATED_CPU:
         advice = ("the workers share the machine's cores with the target and cannot get more CPU; run generator and "
                   "target on separate machines or nodes to measure the target")
     else:
