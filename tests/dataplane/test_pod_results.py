@@ -10,9 +10,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import yaml
+from helpers import wait_for
 from s3server import S3_BUCKET
 
 from loadtest_shared import checks, results, settings
@@ -24,12 +24,12 @@ from loadtest.runtime.processes import STARTUP_TIMEOUT_S, Processes, free_port
 from loadtest.runtime.tools import find as find_tool
 from loadtest.workload import scenarios
 
-from loadtest_shared.s3 import Store
+from loadtest_shared.s3 import S3Error, Store
 
 
-def pod_run(store, run, url, users, wait_s, run_time_s=8, kill_after_s=None, env=None):
-    """One judged run as the chart's master runs it, its folder <store>/<run>. Killed with SIGKILL after
-    `kill_after_s` when given (a crash); returns the master's exit code."""
+def pod_run(store, run, url, users, wait_s, run_time_s=8, kill_when=None, env=None):
+    """One judged run as the chart's master runs it, its folder <store>/<run>. Killed with SIGKILL once
+    `kill_when()` holds when given (a crash); returns the master's exit code."""
     folder = store / run
     env = {**(env or {}), "LOADTEST_CHECKS": "fail_ratio<1%", RESET_STATS_ENV: "true",
            "LOADTEST_WAIT": f"{wait_s:g}", "LOADTEST_RESULTS_DIR": str(store), "LOADTEST_RUN_NAME": run}
@@ -40,9 +40,11 @@ def pod_run(store, run, url, users, wait_s, run_time_s=8, kill_after_s=None, env
             "--csv", str(folder / "stats"), "--json-file", str(folder / "stats"), "--html", str(folder / "report.html"),
             web=False, expect_workers=1, expect_workers_wait_s=STARTUP_TIMEOUT_S)
         locust.start_workers(1)
-        if kill_after_s:
-            time.sleep(kill_after_s)
-            os.kill(master.pid, signal.SIGKILL)
+        if kill_when:
+            wait_for("the condition to kill the master at", kill_when, STARTUP_TIMEOUT_S + run_time_s,
+                     until=lambda ok: ok or master.poll() is not None, detail=procs.logs_text)
+            if master.poll() is None:
+                os.kill(master.pid, signal.SIGKILL)
         master.wait(timeout=STARTUP_TIMEOUT_S + run_time_s + 60)
         return master.returncode, procs.logs_text()
 
@@ -152,16 +154,27 @@ def test_with_a_bucket_a_master_killed_mid_run_leaves_what_it_had_there(tmp_path
     aws = {"AWS_ACCESS_KEY_ID": credentials.access_key, "AWS_SECRET_ACCESS_KEY": credentials.secret_key}
     pod = {**aws, "LOADTEST_RESULTS_S3_URL": f"s3://{S3_BUCKET}/crashes", "LOADTEST_RESULTS_S3_ENDPOINT": endpoint,
            "LOADTEST_RESULTS_S3_SYNC_S": "2"}
-    code, _ = pod_run(tmp_path / "scratch", "killed", nginx.url, users=4, wait_s=0.01, run_time_s=30,
-                      kill_after_s=10, env=pod)
+    bucket = Store(endpoint, S3_BUCKET, "crashes", credentials=credentials)
+
+    def synced_requests() -> int:
+        """The requests in the bucket's copy of Locust's CSV: the master synced it with the run going on."""
+        try:
+            rows = bucket.get(bucket.run_key("killed", "stats_stats.csv")).decode().splitlines()
+        except S3Error as e:
+            if e.status != 404:
+                raise
+            return 0  # not synced yet
+        return int(rows[-1].split(",")[2]) if len(rows) >= 2 else 0
+
+    # Killed once a sync carried requests (a condition, not a clock: a busy host starts the run late).
+    code, _ = pod_run(tmp_path / "scratch", "killed", nginx.url, users=4, wait_s=0.01, run_time_s=60,
+                      kill_when=lambda: synced_requests() > 0, env=pod)
     assert code == -signal.SIGKILL
 
-    bucket = Store(endpoint, S3_BUCKET, "crashes", credentials=credentials)
     assert bucket.incomplete_runs() == ["killed"] and bucket.runs() == []
     result = json.loads(bucket.get(bucket.run_key("killed", "result.json")))
     assert not result["complete"] and "crashed" in result["incomplete"]
-    rows = bucket.get(bucket.run_key("killed", "stats_stats.csv")).decode().splitlines()
-    assert len(rows) >= 2 and int(rows[-1].split(",")[2]) > 0, rows
+    assert synced_requests() > 0
 
     cli = {**os.environ, **aws, "AWS_ENDPOINT_URL_S3": endpoint, "PYTHONPATH": str(paths.HOME)}
     listed = subprocess.run([sys.executable, "-m", "loadtest", "history", "--store", f"s3://{S3_BUCKET}/crashes"],

@@ -71,6 +71,7 @@ class JudgedRun:
         self.procs = exits.enter_context(Processes(folder / "logs"))
         self.locust = self.master = None
         self.counted_before, self.reads = 0, 0
+        self.steady_rate = 0.0  # the requests a second the target counted in wait_steady's window
 
     def start(self, users: int = 20, workers: int = 2, run_time_s: int = 30, locustfiles=None, **env: str) -> None:
         """The run, of the keep-alive scenario or of `locustfiles` (a test of the user's, with the plugin)."""
@@ -95,10 +96,11 @@ class JudgedRun:
         # second late (a busy host), as "Spawning is complete and report waittime is expired": both mean the same.
         wait_for("the swarm's users all running", lambda: SPAWNED.search(self.log()) is not None,
                  RUN_STARTED_TIMEOUT_S, until=lambda ok: ok or self.master.poll() is not None)
-        start = self.served()
-        wait_for(f"{requests:,} requests at the target with every user running",
-                 lambda: self.served() - start, STARTUP_TIMEOUT_S * 2,
-                 until=lambda n: n >= requests or self.master.poll() is not None)
+        start, since = self.served(), time.monotonic()
+        counted = wait_for(f"{requests:,} requests at the target with every user running",
+                           lambda: self.served() - start, STARTUP_TIMEOUT_S * 2,
+                           until=lambda n: n >= requests or self.master.poll() is not None)
+        self.steady_rate = counted / (time.monotonic() - since)
 
     def served(self) -> int:
         """The requests nginx counted since the run started, less the reads of its count (each is one)."""
