@@ -3,15 +3,16 @@
 Each layer is its own pytest session, so a layer's clusters and processes are gone before the next layer starts (a
 session-wide fixture would keep the cluster layer's control plane up, idle noise, through the timing-sensitive
 dataplane and node layers). The cluster, journeys and faults layers start in the background, beside the unit and
-chart layers (their output printed whole when they end): the cluster layer mostly waits on its control planes and
-judges no timing (three sessions share its files, `OPTIONS`); the journeys are the README and docs as a user types
-them, whose judged runs accept a generator-bound verdict and whose checks are a user's loose ones, on a machine that
-is often busy with something else; the faults' runs are light (a few percent of a core) and judge events and counts,
-each against the run's own clock, not rates; so are the dataplane's modules that judge no rate (`BESIDE`: a
-master's results folder and its bucket, the web UI in a browser, a worker's last report, a swarm its master stops
-by itself). The dataplane and node layers, which judge rates and CPU shares, then run one at a time with nothing
-beside them. The end of the output is a table: the set-up's wall time, then each layer's wall time and test counts,
-then the slowest tests of the whole suite.
+chart layers (their output printed whole when they end): the cluster layer judges no timing (three sessions share
+its files, `OPTIONS`; its CPU, about half of this first phase's, is helm's, kubectl's and its API servers'); the
+journeys are the README and docs as a user types them, whose judged runs accept a generator-bound verdict and whose
+checks are a user's loose ones, on a machine that is often busy with something else; the faults' runs are light (a
+few percent of a core) and judge events and counts, each against the run's own clock, not rates; so are the
+dataplane's modules that judge no rate (`BESIDE`: a master's results folder and its bucket, the web UI in a browser,
+a worker's last report, a swarm its master stops by itself, the verdict table on the Prometheus path from series
+counted per scrape, the processes' signals). The dataplane and node layers, which judge rates and
+CPU shares, then run one at a time with nothing beside them. The end of the output is a table: the set-up's wall
+time, then each layer's wall time and test counts, then the slowest tests of the whole suite.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
 (2 interrupted, 3 internal error, 4 usage error, 5 no tests collected).
@@ -36,13 +37,16 @@ SLOWEST = 30
 # those wait for all of them.
 IN_THE_BACKGROUND = ("cluster", "journeys", "faults")
 FIRST = ("unit", "chart")
-# Modules of a timing-sensitive layer that judge no rate, no CPU share and no verdict (files, stores, a browser on
-# the web UI): a session of their own, named "<layer>, beside", runs them in the background beside the first phase,
-# and the layer's own session leaves them out. A test added to one of them that judges a rate belongs in another
-# module. (Beside the node layer instead, their quarter of a core delayed a worker's heartbeats enough to fail the
-# node layer's estimate of a killed worker's unreported requests, 2026-11-29.)
+# Modules of a timing-sensitive layer that judge no rate, no CPU share and no verdict of this machine's (files,
+# stores, a browser on the web UI, a verdict of series that count per scrape, not with the clock): a
+# session of their own, named "<layer>, beside", runs them in the background beside the first phase, and the layer's
+# own session leaves them out. A test added to one of them that judges a rate belongs in another module. (Beside the
+# node layer instead, their quarter of a core delayed a worker's heartbeats enough to fail the node layer's estimate
+# of a killed worker's unreported requests, 2026-11-29. test_targets.py and test_lean_user.py are not: their runs of
+# a fixed length expect a number of requests, and beside the first phase, at 100 % of both cores, one sent 3 of 100,
+# 2026-12-02.)
 BESIDE = {"dataplane": ("test_pod_results.py", "test_web_ui.py", "test_s3_store.py", "test_last_report.py",
-                          "test_self_stop.py")}
+                          "test_self_stop.py", "test_one_verdict_prometheus.py", "test_processes.py")}
 BESIDE_SUFFIX = ", beside"
 SESSIONS = (*LAYERS, *(f"{layer}{BESIDE_SUFFIX}" for layer in BESIDE))
 # A layer's own pytest options. The cluster layer's tests spend their time waiting on control planes (two whole
