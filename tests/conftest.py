@@ -97,7 +97,7 @@ def helm(cluster):
         # and parses each time: 2 CPU-seconds an install and 4 an upgrade here, and the API server's serving of it
         # besides, most of the cluster layer's CPU. The chart layer checks every values file's and variant's objects
         # offline (kubeconform -strict, tests/chart/test_render.py), and the journeys install as a user types it.
-        checked_offline = ("--disable-openapi-validation",) if args[:1] in (("install",), ("upgrade",)) else ()
+        checked_offline = ("--disable-openapi-validation",) if args and args[0] in ("install", "upgrade") else ()
         result = subprocess.run([binary, "--kubeconfig", str(cluster.kubeconfig), *args, *checked_offline],
                                 capture_output=True, text=True, timeout=timeout)
         if result.returncode != 0:

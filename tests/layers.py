@@ -10,9 +10,9 @@ checks are a user's loose ones, on a machine that is often busy with something e
 few percent of a core) and judge events and counts, each against the run's own clock, not rates; so are the
 dataplane's modules that judge no rate (`BESIDE`: a master's results folder and its bucket, the web UI in a browser,
 a worker's last report, a swarm its master stops by itself, the verdict table on the Prometheus path from series
-counted per scrape, the processes' signals). The dataplane and node layers, which judge rates and
-CPU shares, then run one at a time with nothing beside them. The end of the output is a table: the set-up's wall
-time, then each layer's wall time and test counts, then the slowest tests of the whole suite.
+counted per scrape, the processes' signals). The dataplane and node layers, which judge rates and CPU shares, then
+run one at a time with nothing beside them. The end of the output is a table: the set-up's wall time, then each
+layer's wall time and test counts, then the slowest tests of the whole suite.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
 (2 interrupted, 3 internal error, 4 usage error, 5 no tests collected).
@@ -38,9 +38,9 @@ SLOWEST = 30
 IN_THE_BACKGROUND = ("cluster", "journeys", "faults")
 FIRST = ("unit", "chart")
 # Modules of a timing-sensitive layer that judge no rate, no CPU share and no verdict of this machine's (files,
-# stores, a browser on the web UI, a verdict of series that count per scrape, not with the clock): a
-# session of their own, named "<layer>, beside", runs them in the background beside the first phase, and the layer's
-# own session leaves them out. A test added to one of them that judges a rate belongs in another module. (Beside the
+# stores, a browser on the web UI, a verdict of series that count per scrape, not with the clock): a session of
+# their own, named "<layer>, beside", runs them in the background beside the first phase, and the layer's own
+# session leaves them out. A test added to one of them that judges a rate belongs in another module. (Beside the
 # node layer instead, their quarter of a core delayed a worker's heartbeats enough to fail the node layer's estimate
 # of a killed worker's unreported requests, 2026-11-29. test_targets.py and test_lean_user.py are not: their runs of
 # a fixed length expect a number of requests, and beside the first phase, at 100 % of both cores, one sent 3 of 100,
