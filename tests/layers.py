@@ -12,7 +12,8 @@ dataplane's modules that judge no rate (`BESIDE`: a master's results folder and 
 a worker's last report, a swarm its master stops by itself, the verdict table on the Prometheus path from series
 counted per scrape, the processes' signals). The dataplane and node layers, which judge rates and CPU shares, then
 run one at a time with nothing beside them. The end of the output is a table: the set-up's wall time, then each
-layer's wall time and test counts, then the slowest tests of the whole suite.
+layer's wall time and test counts, then the slowest tests of the whole suite, then each failed test with the start
+of its message.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
 (2 interrupted, 3 internal error, 4 usage error, 5 no tests collected).
@@ -26,13 +27,14 @@ import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conftest import LAYERS
 
 TESTS = Path(__file__).resolve().parent
 SLOWEST = 30
+FAILURES_LISTED, FAILURE_LINES = 20, 12
 # Layers that start in the background with the suite, beside the first layers in the foreground; the layers after
 # those wait for all of them.
 IN_THE_BACKGROUND = ("cluster", "journeys", "faults")
@@ -66,6 +68,7 @@ class Layer:
     tests: int = 0
     failed: int = 0
     skipped: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (test id, the start of its failure's message)
 
 
 def minutes(seconds: float) -> str:
@@ -106,7 +109,8 @@ def stamp_the_end(layer: Layer, process: subprocess.Popen) -> threading.Thread:
 
 
 def finish(layer: Layer, ended: threading.Thread, junit: Path) -> list[tuple[float, str]]:
-    """Wait for a layer's session to end; fill in its figures; return (seconds, test id) of each of its tests."""
+    """Wait for a layer's session to end; fill in its figures and failures; return (seconds, test id) of each of its
+    tests."""
     ended.join()
     if not junit.exists():  # pytest stopped before writing it (a usage error, an interrupt while collecting)
         return []
@@ -115,9 +119,24 @@ def finish(layer: Layer, ended: threading.Thread, junit: Path) -> list[tuple[flo
         layer.tests += int(suite.get("tests", 0))
         layer.failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
         layer.skipped += int(suite.get("skipped", 0))
-        cases += [(float(case.get("time", 0)), f"{case.get('classname')}::{case.get('name')}")
-                  for case in suite.iter("testcase")]
+        for case in suite.iter("testcase"):
+            name = f"{case.get('classname')}::{case.get('name')}"
+            cases.append((float(case.get("time", 0)), name))
+            layer.failures += [(name, f"{fault.tag}: {fault.get('message') or fault.text or ''}")
+                               for fault in (*case.iter("failure"), *case.iter("error"))]
     return cases
+
+
+def failures(layers: list[Layer]) -> str:
+    """Each failed test's id and the start of its message, at the very end of the output, where a log's tail shows
+    it whatever layer it came from (a background layer's own output is printed long before)."""
+    listed = [(layer.name, name, message) for layer in layers for name, message in layer.failures]
+    rows = [f"\n{len(listed)} failed (the first {FAILURE_LINES} lines of each message):"]
+    for layer_name, name, message in listed[:FAILURES_LISTED]:
+        rows += [f"[{layer_name}] {name}", *(f"    {line}" for line in message.splitlines()[:FAILURE_LINES])]
+    if len(listed) > FAILURES_LISTED:
+        rows.append(f"... and {len(listed) - FAILURES_LISTED} more (each layer's output above has them whole)")
+    return "\n".join(rows) if listed else ""
 
 
 def table(setup_s: float, layers: list[Layer], wall_s: float, cases: list[tuple[float, str]]) -> str:
@@ -174,7 +193,8 @@ def main() -> int:
             print("\ninterrupted", file=sys.stderr)
             return 130
     ordered = [layers[name] for name in SESSIONS]
-    print("\n===== suite time =====\n" + table(args.setup_seconds, ordered, time.monotonic() - started, cases), flush=True)
+    print("\n===== suite time =====\n" + table(args.setup_seconds, ordered, time.monotonic() - started, cases)
+          + failures(ordered), flush=True)
     return exit_code(ordered)
 
 

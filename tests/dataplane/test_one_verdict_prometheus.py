@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+import urllib.request
 
 import pytest
 import yaml
@@ -111,6 +112,19 @@ class Scrape(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def prometheus_health(client: prom.Prometheus, metrics_url: str) -> str:
+    """What a wait for steady evaluations that timed out needs said: the scrapes that failed, the rule evaluations
+    missed or slow (a busy host's), the steady series each row has."""
+    own = [line for line in urllib.request.urlopen(metrics_url, timeout=5).read().decode().splitlines()
+           if line.startswith(("prometheus_rule_group_iterations_missed_total", "prometheus_rule_group_last_duration"))]
+    steady = {s["metric"]["release"]: s["value"][1]
+              for s in client.query("count_over_time(loadtest:generator_saturated_steady:ratio[1m])")}
+    failed = client.scalar("sum(count_over_time(up[1m]) - sum_over_time(up[1m]))")
+    slowest = client.scalar("max(max_over_time(scrape_duration_seconds[1m]))")
+    return "\n".join([f"scrapes failed in the last minute: {failed}, the slowest took {slowest} s",
+                      f"steady evaluations a row, the last minute: {steady}", *own])
+
+
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
     """A real Prometheus scraping the exporter every second and evaluating the rules as a release with a window of
@@ -141,7 +155,8 @@ def prometheus(tmp_path_factory):
             whole = f"min(count_over_time(loadtest:generator_saturated_steady:ratio[{span}s]))"
             wait_for(f"{span} s of steady evaluations of every row", lambda: (
                 len(client.query("loadtest:generator_saturated_steady:ratio")) == len(LIVE)
-                and (client.scalar(whole) or 0) >= span), STARTUP_TIMEOUT_S + 4 * span, every=1)
+                and (client.scalar(whole) or 0) >= span), STARTUP_TIMEOUT_S + 4 * span, every=1,
+                detail=lambda: prometheus_health(client, f"http://{LOCAL_HOST}:{port}/metrics"))
             yield client
     finally:
         exporter.shutdown()
