@@ -16,14 +16,14 @@ import pytest
 from loadtest_shared import verdict
 
 from loadtest.judging import sweepreport
-from loadtest.runtime import sweep_local
-from loadtest.runtime.sweeper import Sweeper
+from loadtest.runtime import sweep_local, sweeper
 from loadtest.workload import arrival, sweep
 
 RATES = [200, 400]  # requests/s
 # A host stall of s seconds makes about (s - LATE_S) / HOLD_S of a window's slots late, whatever the rate: a 9 s
-# window keeps one of 100 ms within the 1 %. (At 6 s, 1.3 % of a step's slots started late with the worker at 7 % of
-# a core and the target's own p99 at 15 ms, the host stalled: CI-style run, 2026-12-02.)
+# window keeps one of 100 ms within the 1 %. Longer ones come (1.3 % of a 6 s step's slots late with the worker at 7 %
+# of a core and the target's own p99 at 15 ms; 1.3 % of a 9 s step's at 10 %: CI-style runs, 2026-12-02), and then
+# the worker's own loop probes must have seen the stall (test_each_step_sends_its_rate).
 WARMUP_S, HOLD_S = sweep.MIN_WARMUP_S, 9
 P99_BOUND_MS = 1000.0  # --max-p99 1s: far above loopback's latency, so no step is the knee by it
 
@@ -38,18 +38,24 @@ def swept(tmp_path_factory):
     lines: list[str] = []
     with sweep_local.LocalDriver(out / "stack", scenario="keepalive_1kb", target="haproxy", tls_mode=None, workers=1,
                                  wait_s=0, values={}, spec=spec, progress=lines.append) as driver:
-        result = Sweeper(driver, spec, progress=lines.append, report_dir=out / "report").run()
+        result = sweeper.Sweeper(driver, spec, progress=lines.append, report_dir=out / "report").run()
         yield driver, result, sweepreport.files_in(out / "report"), lines
 
 
 def test_each_step_sends_its_rate(swept):
-    _, result, _, lines = swept
+    driver, result, _, lines = swept
     assert [r.offered_rps for r in result.records] == RATES, lines
     for r in result.records:
         assert r.step.rps == pytest.approx(r.offered_rps, rel=0.01), (r.step.index, r.step.rps, lines)
         assert r.requests == pytest.approx(r.offered_rps * HOLD_S, rel=0.01)
         assert r.users == arrival.pool_size(r.offered_rps, 1) and r.failures == 0
-        assert r.late_share is not None and r.late_share < verdict.LATE_STARTS, lines
+        assert r.late_share is not None, lines
+        if r.late_share >= verdict.LATE_STARTS:
+            # Far below what the worker holds, slots start late only when its event loop stalled (the host's doing):
+            # its own probes, every 50 ms, saw the stall in the same window, and the verdict (below) does not blame
+            # the generator. Late starts with no lag probed would be the schedule's own fault.
+            window = sweeper.measure(driver.prometheus, driver.release, r.end, HOLD_S, sweep_local.SCRAPE_S).window
+            assert window.loop_lagged, (r, window, lines)
         assert r.verdict != verdict.GENERATOR_BOUND and r.worker_cpu_max > 0  # the restarted worker's CPU is in
         assert r.service_p99_ms is not None and r.service_p99_ms <= r.p99_ms + 1  # from the send vs from the slot
         assert (r.step.p99_ms, r.step.p99_bound_ms) == (r.p99_ms, P99_BOUND_MS)  # what the knee holds to the bound
