@@ -44,6 +44,7 @@ HIDDEN = ("haproxy", "wrk", "prometheus", "prometheus-node-exporter", "etcd", "c
 SET_UP_STEP = re.compile(r"scripts/(setup|install-node-tools)\b")
 COMMAND_TIMEOUT_S = 420
 REAL_NODE = "loadtest cluster up --real-node"
+NETNS = Path("/run/netns")
 JUDGED_RUN = re.compile(r"^(loadtest run|loadtest local|scripts/local)\b")
 
 # How a command's first words say what it needs. Checked in this order; a command none matches runs.
@@ -183,9 +184,14 @@ def machine(tmp_path_factory):
 SHELLS = {"newcomer": False, "set-up": True}  # shell: whether it runs the real-node block's commands
 
 
+def network_namespaces() -> set[str]:
+    """This machine's named network namespaces (`ip netns`'s): the real node's pods each have one while they run."""
+    return set(os.listdir(NETNS)) if NETNS.is_dir() else set()
+
+
 @pytest.mark.parametrize("shell", SHELLS)
 def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(machine, shell):
-    ran, not_here = [], []
+    ran, not_here, netns_before = [], [], network_namespaces()
     for command in documented_commands():
         if command.on_the_real_node != SHELLS[shell]:
             continue
@@ -213,6 +219,9 @@ def test_the_readme_works_as_typed_on_a_machine_set_up_by_its_first_command(mach
         print(f"{command.file}:{command.line:<4d}  needs {command.needs}: not run here  {command.text[:80]}")
     if SHELLS[shell]:
         assert len(ran) >= 8, f"the real-node block did not run: {[c.text for c, _ in ran]}"
+        # The block ends with `loadtest cluster down`, which says it stops every pod: their namespaces go too.
+        left = network_namespaces() - netns_before
+        assert not left, f"{len(left)} network namespace(s) of the real node's pods left: {sorted(left)[:3]}"
     else:
         # Worked: exit 0, or 3 where a judged run found the generator the limit (as above); refused for a set-up
         # step: 2.

@@ -34,6 +34,7 @@ RUN_DIR = Path("/run/loadtest-node")
 SOCKET = RUN_DIR / "containerd.sock"
 CONTAINERD_ROOT = paths.CACHE / "containerd"
 CNI_BIN = Path("/usr/lib/cni")
+NETNS_DIRS = ("/var/run/netns/", "/run/netns/")  # where containerd's CRI keeps the pods' named network namespaces
 FENCE = "LOADTEST-FENCE"
 # The routing table of what arrives from the bridge: the bridge's subnet, and "unreachable" for everything else.
 POD_ROUTES = "1980"
@@ -282,15 +283,37 @@ class RealNode:
 
     def stop(self, timeout: float = 60) -> None:
         """Stop every pod's containers (through the kubelet while it runs, so the CNI releases their addresses),
-        then the node's processes, leftover shims by PID, and the kubelet's mounts."""
+        then the node's processes, leftover shims by PID, the kubelet's mounts, and the network namespaces of the
+        pods the kubelet did not stop itself."""
         if self.processes.pid("kubelet") and self.processes.pid("containerd"):
             self._drain(timeout / 2)
         self.processes.stop(("kube-proxy", "kubelet"), timeout=10)
+        netns: set[Path] = set()
         if self.processes.pid("containerd"):
+            # Read before the containers go: the pods a controller made again during the drain have namespaces too.
+            netns = self._pod_netns()
             self._kill_tasks()
         self.processes.stop(("containerd",), timeout=10)
         self._stop_shims()
         self._unmount()
+        for namespace in sorted(netns):
+            if namespace.exists():  # its pod stopped by ctr, not the kubelet: no CNI DEL removed it
+                _run("ip", "netns", "delete", namespace.name, check=False)
+
+    def _pod_netns(self) -> set[Path]:
+        """The network namespaces containerd made for this node's pods, as their sandboxes' specs name them (a
+        pod's containers join its sandbox's by /proc, which goes with the process)."""
+        found = set()
+        for container in ctr("containers", "ls", "-q", check=False).stdout.split():
+            try:
+                spec = json.loads(ctr("containers", "info", container, check=False).stdout)["Spec"]
+            except (ValueError, KeyError, TypeError):
+                continue  # gone since it was listed
+            for namespace in (spec.get("linux") or {}).get("namespaces") or []:
+                path = namespace.get("path") or ""
+                if namespace.get("type") == "network" and path.startswith(NETNS_DIRS):
+                    found.add(Path(path))
+        return found
 
     def _drain(self, timeout: float) -> None:
         try:
