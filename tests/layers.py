@@ -9,10 +9,10 @@ journeys are the README and docs as a user types them, whose judged runs accept 
 checks are a user's loose ones, on a machine that is often busy with something else; the faults' runs are light (a
 few percent of a core) and judge events and counts, each against the run's own clock, not rates; so are the
 dataplane's modules that judge no rate (`BESIDE`: a master's results folder and its bucket, the web UI in a browser,
-a worker's last report, a swarm its master stops by itself, the processes' signals). The dataplane and node layers, which judge rates and CPU shares, then
-run one at a time with nothing beside them. The end of the output is a table: the set-up's wall time, then each
-layer's wall time and test counts, then the slowest tests of the whole suite, then each failed test with the start
-of its message.
+a worker's last report, a swarm its master stops by itself, the processes' signals). The dataplane and node layers,
+which judge rates and CPU shares, then run one at a time with nothing beside them. The end of the output is a
+table: the set-up's wall time, then each layer's wall time and test counts, then the slowest tests of the whole
+suite, then each failed test with the start of its message.
 
 Exit code: 0 when every layer passed, 1 when a test failed in any layer, else the first other code pytest gave
 (2 interrupted, 3 internal error, 4 usage error, 5 no tests collected).
@@ -40,12 +40,13 @@ IN_THE_BACKGROUND = ("cluster", "journeys", "faults")
 FIRST = ("unit", "chart")
 # Modules of a timing-sensitive layer that judge no rate, no CPU share and no verdict of this machine's (files,
 # stores, a browser on the web UI, the processes' signals): a session of their own, named "<layer>, beside", runs
-# them in the background beside the first phase, and the layer's own session leaves them out. A test added to one of them that judges a rate belongs in another module. (Beside the
-# node layer instead, their quarter of a core delayed a worker's heartbeats enough to fail the node layer's estimate
-# of a killed worker's unreported requests, 2026-11-29. test_targets.py and test_lean_user.py are not: their runs of
-# a fixed length expect a number of requests, and beside the first phase, at 100 % of both cores, one sent 3 of 100,
-# 2026-12-02. Nor is test_one_verdict_prometheus.py: its Prometheus scrapes and evaluates every second, and beside the
-# first phase on CI all 21 of its tests failed in its set-up, 2026-12-02.)
+# them in the background beside the first phase, and the layer's own session leaves them out. A test added to one of
+# them that judges a rate belongs in another module. (Beside the node layer instead, their quarter of a core delayed a
+# worker's heartbeats enough to fail the node layer's estimate of a killed worker's unreported requests, 2026-11-29.
+# test_targets.py and test_lean_user.py are not: their runs of a fixed length expect a number of requests, and beside
+# the first phase, at 100 % of both cores, one sent 3 of 100, 2026-12-02. Nor is test_one_verdict_prometheus.py: its
+# Prometheus scrapes and evaluates every second, and beside the first phase on CI all 21 of its tests failed in its
+# set-up, 2026-12-02.)
 BESIDE = {"dataplane": ("test_pod_results.py", "test_web_ui.py", "test_s3_store.py", "test_last_report.py",
                           "test_self_stop.py", "test_processes.py")}
 BESIDE_SUFFIX = ", beside"
