@@ -117,8 +117,10 @@ def locust_step(url: str, rate: float, seconds: int, workdir: Path) -> Step:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--step-s", type=int, default=8, help="seconds per rate (default 8)")
-    parser.add_argument("--rates", default="", help=f"rates to climb, requests/s (default: from {CLIMB_FROM:.0%} of "
-                        f"the run's closed-model rate a core, {CLIMB_STEP:.0%} of it apart)")
+    # %% in a help text: argparse formats it with %.
+    parser.add_argument("--rates", default="", help=f"rates to climb, requests/s (default: from "
+                        f"{CLIMB_FROM * 100:.0f}%% of the run's closed-model rate a core, {CLIMB_STEP * 100:.0f}%% of "
+                        "it apart)")
     parser.add_argument("--runs", type=int, default=3, help="climbs, each with its vegeta figures (default 3)")
     args = parser.parse_args(argv)
     try:

@@ -7,14 +7,19 @@ Prints figures only; nothing here asserts a time.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
 import urllib.request
 
+from loadtest_shared import checks
+
 from loadtest import paths
+from loadtest.errors import RunFailed
 from loadtest.runtime import tools
 from loadtest.runtime.cluster import Cluster, pods
 
@@ -30,7 +35,7 @@ def until(done, timeout: float = 300) -> float:
     started = time.monotonic()
     while not done():
         if time.monotonic() - started > timeout:
-            raise SystemExit(f"gave up after {timeout:.0f} s")
+            raise RunFailed(f"gave up after {timeout:.0f} s")
         time.sleep(0.5)
     return time.monotonic() - started
 
@@ -53,30 +58,41 @@ def first_rps(cluster: Cluster) -> bool:
         return False
 
 
-def main() -> None:
+def helm(argv: list[str]) -> None:
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RunFailed(f"helm {argv[3]} failed: {result.stderr.strip()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="loadtest-bench-node-") as state:
         cluster = Cluster(state)
         try:
             report("real node up (control plane, node, CoreDNS ready)",
                    until(lambda: cluster.start(timeout=240, real_node=True) or True))
             cluster.kubectl("create", "namespace", NAMESPACE)
-            helm = [tools.find("helm"), "--kubeconfig", str(cluster.kubeconfig), "install", "lt", str(paths.CHART),
-                    "-n", NAMESPACE, *[a for v in VALUES for a in ("-f", str(v))],
-                    "--set", "haproxy.enabled=true", "--set", "locust.target=haproxy"]
+            install = [tools.find("helm"), "--kubeconfig", str(cluster.kubeconfig), "install", "lt",
+                       str(paths.CHART), "-n", NAMESPACE, *[a for v in VALUES for a in ("-f", str(v))],
+                       "--set", "haproxy.enabled=true", "--set", "locust.target=haproxy"]
             started = time.monotonic()
-            subprocess.run(helm, check=True, capture_output=True)
+            helm(install)
             until(lambda: all_ready(cluster))
             report("chart install -> all containers ready", time.monotonic() - started)
-            upgrade = [*helm[:3], "upgrade", "lt", str(paths.CHART), "-n", NAMESPACE, "--reuse-values",
+            upgrade = [*install[:3], "upgrade", "lt", str(paths.CHART), "-n", NAMESPACE, "--reuse-values",
                        "--set", "locust.mode=autostart", "--set", "locust.autostart.users=20",
                        "--set", "locust.autostart.spawnRate=20", "--set", "locust.autostart.runTime=120s"]
             started = time.monotonic()
-            subprocess.run(upgrade, check=True, capture_output=True)
+            helm(upgrade)
             until(lambda: first_rps(cluster))
             report("swarm start (helm upgrade) -> first RPS in Prometheus", time.monotonic() - started)
+        except RunFailed as e:  # ClusterError too: the node's set-up (root, scripts/install-node-tools) says what
+            print(f"real node benchmark: {e}", file=sys.stderr)
+            return checks.RUN_FAILED
         finally:
             cluster.stop()
+    return checks.PASSED
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
