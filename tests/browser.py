@@ -42,11 +42,14 @@ def chromium(profile: Path):
         driver.quit()
 
 
-def wait_for(driver, what: str, condition, timeout: float = UI_TIMEOUT_S):
+def wait_for(driver, what: str, condition, timeout: float = UI_TIMEOUT_S, detail=None):
+    """Wait for the page's `condition`; a timeout fails naming `what`, the page's text, and detail() when given (what
+    the server said meanwhile)."""
     try:
         return WebDriverWait(driver, timeout, poll_frequency=0.5).until(lambda d: condition(d))
     except TimeoutException:
-        pytest.fail(f"the page never showed {what} in {timeout:.0f} s; its text:\n{page_text(driver)[:2000]}",
+        more = f"\n{detail()}" if detail else ""
+        pytest.fail(f"the page never showed {what} in {timeout:.0f} s{more}; its text:\n{page_text(driver)[:2000]}",
                     pytrace=False)
 
 
@@ -93,7 +96,7 @@ def swarm_through_the_ui(browser, web: LocustWeb, users: int, request_name: str,
     browser.save_screenshot(str(folder / "web-ui-running.png"))
     browser.find_element(By.XPATH, "//button[normalize-space()='Stop']").click()
     wait_for(browser, "the stopped state", lambda d: web.state()["state"] == "stopped"
-             and "STOPPED" in page_text(d).upper())
+             and "STOPPED" in page_text(d).upper(), detail=lambda: f"the master's state: {web.state()}")
     assert web.status()["stats"][-1]["num_requests"] > 0
     browser.save_screenshot(str(folder / "web-ui-stopped.png"))
     # The run's report, as the UI's download link gives it (what `loadtest run` keeps as report.html).
