@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,12 +57,6 @@ def first_rps(cluster: Cluster) -> bool:
         return False
 
 
-def helm(argv: list[str]) -> None:
-    result = subprocess.run(argv, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RunFailed(f"helm {argv[3]} failed: {result.stderr.strip()}")
-
-
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="loadtest-bench-node-") as state:
@@ -72,18 +65,18 @@ def main(argv: list[str] | None = None) -> int:
             report("real node up (control plane, node, CoreDNS ready)",
                    until(lambda: cluster.start(timeout=240, real_node=True) or True))
             cluster.kubectl("create", "namespace", NAMESPACE)
-            install = [tools.find("helm"), "--kubeconfig", str(cluster.kubeconfig), "install", "lt",
-                       str(paths.CHART), "-n", NAMESPACE, *[a for v in VALUES for a in ("-f", str(v))],
+            install = ["--kubeconfig", str(cluster.kubeconfig), "install", "lt", str(paths.CHART), "-n", NAMESPACE,
+                       *[a for v in VALUES for a in ("-f", str(v))],
                        "--set", "haproxy.enabled=true", "--set", "locust.target=haproxy"]
             started = time.monotonic()
-            helm(install)
+            tools.run("helm", *install, shown=3)
             until(lambda: all_ready(cluster))
             report("chart install -> all containers ready", time.monotonic() - started)
-            upgrade = [*install[:3], "upgrade", "lt", str(paths.CHART), "-n", NAMESPACE, "--reuse-values",
+            upgrade = [*install[:2], "upgrade", "lt", str(paths.CHART), "-n", NAMESPACE, "--reuse-values",
                        "--set", "locust.mode=autostart", "--set", "locust.autostart.users=20",
                        "--set", "locust.autostart.spawnRate=20", "--set", "locust.autostart.runTime=120s"]
             started = time.monotonic()
-            helm(upgrade)
+            tools.run("helm", *upgrade, shown=3)
             until(lambda: first_rps(cluster))
             report("swarm start (helm upgrade) -> first RPS in Prometheus", time.monotonic() - started)
         except RunFailed as e:  # ClusterError too: the node's set-up (root, scripts/install-node-tools) says what
