@@ -82,6 +82,9 @@ def test_a_schedules_runs_keep_both_on_the_claim_and_the_second_is_flagged_a_reg
         wait_for("the first run's load is over", lambda: load_over(cluster, namespace), RUN_TIMEOUT_S, every=2)
         helm("upgrade", RELEASE, str(paths.CHART), "-n", namespace, "--reuse-values",
              "--set", "backend.resources.requests.cpu=10m", "--set", "backend.resources.limits.cpu=10m")
+        # The slowed backend serves the second run alone: its old pod gone, not still behind the Service.
+        cluster.kubectl("rollout", "status", "-n", namespace, f"deployment/{RELEASE}-backend", "--timeout=120s",
+                        timeout=150)
         first_ended = wait_for("the first run ends", lambda: finished(master_jobs(cluster, namespace)[0]),
                                RUN_TIMEOUT_S, every=2)
         assert first_ended == "Complete", result_of(store / first_name)
@@ -92,7 +95,7 @@ def test_a_schedules_runs_keep_both_on_the_claim_and_the_second_is_flagged_a_reg
         ended = wait_for("the second run ends", lambda: finished(next(
             j for j in master_jobs(cluster, namespace) if j["metadata"]["name"] == second_name)), RUN_TIMEOUT_S,
             every=2)
-        assert ended == "Failed", "the slowed backend's run passed"
+        assert ended == "Failed", f"the slowed backend's run passed: {result_of(store / second_name)}"
 
         # Both folders on the claim, as the masters wrote them.
         for name in (first_name, second_name):

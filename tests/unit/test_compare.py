@@ -42,6 +42,22 @@ def test_p95_rise_is_held_to_its_limit(tmp_path, p95, regressed):
     assert c.exit_code == (1 if regressed else 0)
 
 
+@pytest.mark.parametrize("p95, change, regressed", [(0.0, 0.0, False), (0.5, 0.0, False), (0.55, 0.1, False),
+                                                     (1.0, 1.0, True), (73.0, 145.0, True)])
+def test_a_baseline_p95_of_0_ms_is_one_under_half_a_millisecond_and_a_rise_from_it_is_judged(tmp_path, p95, change,
+                                                                                             regressed):
+    # Locust reads a p95 under 0.5 ms as 0: a rise from it is at least the rise from 0.5 ms, never "not computable".
+    c = runs(tmp_path, {"p95": 0.0}, {"p95": p95})
+    figure = by_what(c)["all requests p95 (ms)"]
+    assert figure.baseline == 0.0 and figure.change == pytest.approx(change) and figure.regressed is regressed
+    assert c.exit_code == (1 if regressed else 0)
+
+
+def test_a_baseline_that_sent_no_request_is_refused_not_passed(tmp_path):
+    with pytest.raises(UsageError, match="baseline run sent no request"):
+        runs(tmp_path, {"rps": 0.0}, {})
+
+
 def test_a_change_exactly_at_the_limit_is_no_regression(tmp_path):
     # Limits exact in binary: the comparison itself is `drop <= limit`, `rise <= limit`.
     c = runs(tmp_path, {"rps": 1000.0, "p95": 100.0}, {"rps": 750.0, "p95": 150.0}, results.Limits(0.25, 0.5))

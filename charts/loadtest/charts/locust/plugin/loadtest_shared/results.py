@@ -60,8 +60,22 @@ def change(baseline: float | None, current: float | None) -> float | None:
     return round(current / baseline - 1, 9)
 
 
+# Locust rounds a response time under 100 ms to the nearest millisecond: a p95 that reads 0 ms is one under half of
+# one. Held as 0, a baseline's p95 of 0 ms would make every later rise "no change computable" and so no regression
+# (a throttled backend's 73 ms passed against it, the node layer, 2026-12-02).
+P95_READ_AS_ZERO_UNDER_MS = 0.5
+
+
+def p95_change(baseline: float | None, current: float | None) -> float | None:
+    """change() of a p95: one that reads 0 ms in the baseline is held at the most it can have been (half a
+    millisecond), so a rise from it is the least it can be; 0 ms in both is no change."""
+    if baseline == 0 and current is not None:
+        return 0.0 if current == 0 else change(P95_READ_AS_ZERO_UNDER_MS, current)
+    return change(baseline, current)
+
+
 def rps_p95(what: str, base: tuple[float, float], cur: tuple[float, float], limits: Limits) -> list[Figure]:
-    rps, p95 = change(base[0], cur[0]), change(base[1], cur[1])
+    rps, p95 = change(base[0], cur[0]), p95_change(base[1], cur[1])
     return [
         Figure(f"{what} RPS", base[0], cur[0], rps, f"drop <= {limits.max_rps_drop:.0%}",
                rps is not None and -rps > limits.max_rps_drop),
@@ -79,6 +93,8 @@ def compare_runs(base: dict, cur: dict, limits: Limits = DEFAULT_LIMITS) -> tupl
     invalid = [side for side, r in (("baseline", base), ("current", cur))
                if r["exit_code"] == checks.INVALID]
     b, c = base["figures"][checks.AGGREGATED], cur["figures"][checks.AGGREGATED]
+    if not b["rps"]:
+        raise Incomparable("the baseline run sent no request: there is no RPS or p95 to hold the current one to")
     figures = rps_p95("all requests", (b["rps"], b["percentiles_ms"]["0.95"]),
                       (c["rps"], c["percentiles_ms"]["0.95"]), limits)
     figures.append(Figure("failure ratio", b["fail_ratio"], c["fail_ratio"], None, "", False))
