@@ -33,14 +33,9 @@ def nginx(tmp_path_factory):
     stop(target.proc)
 
 
-def test_generators_count_requests_at_the_target_and_the_generators_own_cpu(nginx, tmp_path):
-    for name in ("wrk", "LeanHttpUser"):
-        m = generators.measure(name, nginx, 4, 1.0, tmp_path)
-        assert m.rps > 100 and 0 < m.generator_cpu < 1.5 and m.target_cpu > 0, m
-        assert m.rps_per_core == pytest.approx(m.rps / m.generator_cpu)
-
-
-def test_side_by_side_each_generator_is_counted_at_its_own_target(nginx, tmp_path):
+def test_side_by_side_each_generator_is_counted_at_its_own_target_with_its_own_cpu(nginx, tmp_path):
+    """measure_together, which the one-generator measure runs too: requests counted at the targets, CPU per
+    generator."""
     second = generators.Target(tmp_path / "nginx-2")
     try:
         idle_before = nginx.requests()
@@ -50,6 +45,7 @@ def test_side_by_side_each_generator_is_counted_at_its_own_target(nginx, tmp_pat
     assert [m.generator for m in pair] == ["wrk", "LeanHttpUser"]
     for m in pair:
         assert m.rps > 100 and 0 < m.generator_cpu < 1.5 and m.target_cpu > 0, m
+        assert m.rps_per_core == pytest.approx(m.rps / m.generator_cpu)
     assert nginx.requests() - idle_before > pair[1].rps * 0.5  # LeanHttpUser's requests reached its own nginx
     assert generators.own_loop_ratios([[replace(pair[0], generator="leanhttp-loop"), pair[1]]]) == [
         pytest.approx(pair[1].rps_per_core / pair[0].rps_per_core)]

@@ -12,6 +12,7 @@ import sys
 import urllib.error
 import urllib.request
 from base64 import b64encode
+from pathlib import Path
 
 import pytest
 from helpers import served_or_generator_bound, wait_for
@@ -33,14 +34,24 @@ def loadtest(*args: str, env: dict[str, str], timeout: float = 240) -> subproces
                           timeout=timeout, env={**os.environ, **env}, stdin=subprocess.DEVNULL)
 
 
-@pytest.fixture
-def offline(tmp_path) -> dict[str, str]:
-    """A fresh cache and pip told to install only from the local wheels: the package really gets installed here,
-    from the wheel whose hash the requirements pin."""
+def offline_env(cache: Path) -> dict[str, str]:
+    """The example's environment with `cache` as the cache and pip told to install only from the local wheels."""
     assert list(WHEELS.glob("*.whl")), f"no wheels in {WHEELS}: run scripts/setup"
-    return {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": f"{paths.BIN}{os.pathsep}{os.environ['PATH']}",
+    return {"XDG_CACHE_HOME": str(cache), "PATH": f"{paths.BIN}{os.pathsep}{os.environ['PATH']}",
             "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(WHEELS),
             "SHOP_SIGNING_KEY": "a-test-key-from-the-environment"}
+
+
+@pytest.fixture
+def offline(tmp_path) -> dict[str, str]:
+    """A fresh cache: the package really gets installed here, from the wheel whose hash the requirements pin."""
+    return offline_env(tmp_path / "cache")
+
+
+@pytest.fixture(scope="module")
+def offline_module_cache(tmp_path_factory) -> dict[str, str]:
+    """One cache for the tests that do not check the install: pip installs the example's package once for them."""
+    return offline_env(tmp_path_factory.mktemp("cache"))
 
 
 def test_the_example_runs_locally_with_its_package_and_its_key_and_gets_a_verdict(offline, tmp_path):
@@ -57,9 +68,9 @@ def test_the_example_runs_locally_with_its_package_and_its_key_and_gets_a_verdic
     assert re.search(r"verdict\s+(generator-bound|target-bound|healthy): ", out), out
 
 
-def test_without_its_key_the_example_is_refused_before_anything_starts(offline):
+def test_without_its_key_the_example_is_refused_before_anything_starts(offline_module_cache):
     result = loadtest("local", "-f", str(SHOP / "locustfile.py"), "--requirements", str(SHOP / "requirements.txt"),
-                      env={**offline, "SHOP_SIGNING_KEY": ""})
+                      env={**offline_module_cache, "SHOP_SIGNING_KEY": ""})
     assert result.returncode == 2, result.stdout + result.stderr
     assert "SHOP_SIGNING_KEY or SHOP_SIGNING_KEY_FILE must give the signing key" in result.stderr
     assert "Traceback" not in result.stderr and "RPS" not in result.stdout
@@ -87,16 +98,16 @@ def test_in_the_open_model_a_taskset_with_its_own_wait_time_stops_the_run_naming
     assert "Traceback" not in result.stderr
 
 
-def test_calibrate_f_gives_the_examples_figure_per_core_and_plan_sizes_for_it(offline, tmp_path):
+def test_calibrate_f_gives_the_examples_figure_per_core_and_plan_sizes_for_it(offline_module_cache, tmp_path):
     calibration = tmp_path / "calibration.json"
     result = loadtest("calibrate", "-f", str(SHOP / "locustfile.py"), "--requirements", str(SHOP / "requirements.txt"),
-                      "--users", "300", "--run-time", "6s", "--output", str(calibration), env=offline)
+                      "--users", "300", "--run-time", "6s", "--output", str(calibration), env=offline_module_cache)
     assert result.returncode == 0, result.stdout + result.stderr
     shop = json.loads(calibration.read_text())["scenarios"]["shop"]
     assert shop["user_class"] == "Shopper" and shop["locustfile"] == str(SHOP / "locustfile.py")
     assert shop["rps_per_core"] > 100 and shop["worker_cpu"] > 0 and shop["response_bytes"] > 1024
     plan = loadtest("plan", "--scenario", "shop", "--target-rps", "10000", "--calibration", str(calibration),
-                    env=offline)
+                    env=offline_module_cache)
     assert plan.returncode == 0, plan.stderr
     assert f"{shop['rps_per_core']:,.0f} RPS per worker core" in plan.stdout
 

@@ -4,6 +4,9 @@ Locust reported.
 
 Locust stops its users at the end of a run without waiting for the requests they have in flight, so a server can
 count up to one request (and one connection) per user more than Locust reports; comparisons allow for that.
+
+Each scenario runs once against each target of the module's stack (`counted_run`): the matrix and the tests of what
+the servers counted read the same run.
 """
 from __future__ import annotations
 
@@ -98,13 +101,32 @@ def run_scenario(run_locust, scenario: str, server: Server, *args: str, routes: 
                       *args, env={"LOADTEST_ROUTES": str(routes)}, **kwargs)
 
 
+@pytest.fixture(scope="module")
+def counted_run(stack, run_locust):
+    """counted_run(scenario, target) -> (counters before, Locust's result, counters after): the scenario's run against
+    the module's target (over its ROUTES routes, the backend's one), run on the first call only, with the target's
+    counters read just before and just after it (stub_status for the nginx ones, the metrics for HAProxy). What the
+    tests read of those is frontend- or server-wide, so it holds whichever route a request took."""
+    runs = {}
+
+    def counted(scenario: str, target: str) -> tuple:
+        if (scenario, target) not in runs:
+            server = stack[target]
+            read = haproxy_metrics if target == "haproxy" else stub_status
+            before = read(server)
+            result = run_scenario(run_locust, scenario, server, routes=1 if target == "backend" else ROUTES)
+            runs[scenario, target] = before, result, read(server)
+        return runs[scenario, target]
+
+    return counted
+
+
 # --- every scenario against every target ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("target", targets.TARGETS)
 @pytest.mark.parametrize("scenario", scenarios.SCENARIOS)
-def test_scenario_against_target(stack, run_locust, scenario, target):
-    server = stack[target]
-    result = run_scenario(run_locust, scenario, server, routes=1 if target == "backend" else ROUTES)
+def test_scenario_against_target(counted_run, scenario, target):
+    _, result, _ = counted_run(scenario, target)
     assert_clean_run(result)
     payload = scenarios.get(scenario)
     assert result.mean_length(f"/{payload.payload}") == payload.payload_bytes
@@ -113,11 +135,8 @@ def test_scenario_against_target(stack, run_locust, scenario, target):
 # --- what the servers saw: handshakes, connections, routes ---------------------------------------------------------
 
 @pytest.mark.parametrize("target", ["backend", "nginx"])
-def test_tls_handshake_is_one_new_connection_per_request_at_nginx(stack, run_locust, target):
-    server = stack[target]
-    accepts_before, requests_before = stub_status(server)
-    result = run_scenario(run_locust, "tls_handshake", server)
-    accepts, requests = stub_status(server)
+def test_tls_handshake_is_one_new_connection_per_request_at_nginx(counted_run, target):
+    (accepts_before, requests_before), result, (accepts, requests) = counted_run("tls_handshake", target)
     assert_clean_run(result)
     served, connections = requests - requests_before - 1, accepts - accepts_before - 1
     assert_reported(result.count(), served)
@@ -125,11 +144,8 @@ def test_tls_handshake_is_one_new_connection_per_request_at_nginx(stack, run_loc
     assert served <= connections <= served + USERS, (connections, served)
 
 
-def test_tls_handshake_is_one_full_handshake_per_request_at_haproxy(stack, run_locust):
-    server = stack["haproxy"]
-    before = haproxy_metrics(server)
-    result = run_scenario(run_locust, "tls_handshake", server)
-    after = haproxy_metrics(server)
+def test_tls_handshake_is_one_full_handshake_per_request_at_haproxy(counted_run):
+    before, result, after = counted_run("tls_handshake", "haproxy")
     assert_clean_run(result)
     served = delta(before, after, 'haproxy_frontend_http_requests_total{proxy="https"}')
     assert_reported(result.count(), served)
@@ -142,11 +158,8 @@ def test_tls_handshake_is_one_full_handshake_per_request_at_haproxy(stack, run_l
 
 
 @pytest.mark.parametrize("scenario, one_connection_per_request", [("http_close", True), ("keepalive_1kb", False)])
-def test_connections_per_request_at_haproxy(stack, run_locust, scenario, one_connection_per_request):
-    server = stack["haproxy"]
-    before = haproxy_metrics(server)
-    result = run_scenario(run_locust, scenario, server)
-    after = haproxy_metrics(server)
+def test_connections_per_request_at_haproxy(counted_run, scenario, one_connection_per_request):
+    before, result, after = counted_run(scenario, "haproxy")
     assert_clean_run(result)
     served = delta(before, after, 'haproxy_frontend_http_requests_total{proxy="http"}')
     connections = delta(before, after, 'haproxy_frontend_connections_total{proxy="http"}')
@@ -157,11 +170,8 @@ def test_connections_per_request_at_haproxy(stack, run_locust, scenario, one_con
         assert connections <= USERS, f"{connections:.0f} connections for {served:.0f} keep-alive requests"
 
 
-def test_users_spread_over_the_routes(stack, run_locust):
-    server = stack["haproxy"]
-    before = haproxy_metrics(server)
-    result = run_scenario(run_locust, "http_close", server, routes=ROUTES)
-    after = haproxy_metrics(server)
+def test_users_spread_over_the_routes(counted_run):
+    before, result, after = counted_run("http_close", "haproxy")
     assert_clean_run(result)
     per_route = [delta(before, after, f'haproxy_backend_http_requests_total{{proxy="be_http_r{i}"}}')
                  for i in range(ROUTES)]
@@ -279,8 +289,9 @@ def test_target_killed_mid_run_workers_count_failures_and_carry_on(tmp_path, run
             server.proc.send_signal(signal.SIGKILL)
             server.proc.wait(timeout=10)
 
+        # The master's clock starts once both workers are in; 500 keep-alive requests take a fraction of 5 s.
         result = run_locust(locustfile("keepalive_1kb"), "--host", server.http_url, "-u", str(USERS),
-                            "-r", str(USERS), "-t", "8s", workers=2, while_running=kill_haproxy_once_serving,
+                            "-r", str(USERS), "-t", "5s", workers=2, while_running=kill_haproxy_once_serving,
                             timeout=60)
     assert result.returncode == 0 and result.exceptions == [], result.log[-3000:]
     assert result.count() - result.failed() >= 500, "requests served before the kill are kept"
