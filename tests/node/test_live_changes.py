@@ -54,7 +54,7 @@ def wait_status(web, ok, what: str, timeout: float = 120, floor: int = 0) -> dic
         return [(seen["status"]["state"], len(seen["status"]["workers"])),
                 *((w["state"], w["user_count"]) for w in seen["status"]["workers"])]
 
-    wait_for(what, workers, timeout, every=1, until=lambda _: ok(seen["status"]))
+    wait_for(what, workers, timeout, every=0.25, until=lambda _: ok(seen["status"]))
     return seen["status"]
 
 
