@@ -28,6 +28,7 @@ a step generator-bound and stop the sweep. For a release, step by hand: `loadtes
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -125,14 +126,25 @@ def run(args) -> int:
         with driver:
             sweep = Sweeper(driver, spec, report_dir=out).run()
     except (KeyboardInterrupt, RunFailed):
-        if sweepreport.files_in(out)["json"].exists():
-            print(f"loadtest sweep: ended early; the steps measured so far are in {out}, marked incomplete",
-                  file=sys.stderr)
+        say_where_the_report_is(out)
         raise
     if not sweep.records:
         raise RunFailed("no step was measured")
     print_summary(sweep, sweepreport.files_in(out))  # the sweeper wrote them after the last step
     return 0
+
+
+def say_where_the_report_is(out: Path, where: str = "") -> None:
+    """After Ctrl-C or a failure: the report's folder, and whether the sweep ended before it was done. A Ctrl-C
+    after its last step (while its swarm stops) leaves the report complete, and it says so."""
+    found = sweepreport.files_in(out)["json"]
+    if not found.exists():
+        return
+    if json.loads(found.read_text()).get("complete"):
+        print(f"loadtest sweep: stopped after its last step; its report is in {out}{where}, complete", file=sys.stderr)
+    else:
+        print(f"loadtest sweep: ended early; the steps measured so far are in {out}{where}, marked incomplete",
+              file=sys.stderr)
 
 
 def run_regions(args, spec: Spec, releases: dict, shares: dict[str, float] | None) -> int:
@@ -149,9 +161,7 @@ def run_regions(args, spec: Spec, releases: dict, shares: dict[str, float] | Non
     try:
         sweep = regionsweep.run(releases, spec, shares, Path(args.chart), out)
     except (KeyboardInterrupt, RunFailed):
-        if sweepreport.files_in(out)["json"].exists():
-            print(f"loadtest sweep: ended early; the steps measured so far are in {out} (each region's in its "
-                  "sub-folder), marked incomplete", file=sys.stderr)
+        say_where_the_report_is(out, " (each region's in its sub-folder)")
         raise
     if not sweep.records:
         raise RunFailed("no step was measured")

@@ -1,14 +1,15 @@
 """A sweep cut short by Ctrl-C on the local stack (real nginx, Locust, Prometheus): what it measured so far is kept and
-marked incomplete. Its steps are light (a user or two, 10 ms between requests) and judged by their count, not rates."""
+marked incomplete. Its steps are light (a user or two, 50 ms between requests) and judged by their count, not rates."""
 from __future__ import annotations
 
 import csv
 import json
+import os
 import signal
 import subprocess
 import sys
 
-from helpers import wait_for
+from helpers import wait_for_line
 from interrupt import sigint_restored
 
 from loadtest.workload import sweep
@@ -22,16 +23,14 @@ def test_a_sweep_interrupted_after_two_steps_leaves_both_in_its_report(tmp_path)
     says it is incomplete and why; the CLI exits 130 with the folder named, and a second sweep will not overwrite it."""
     out = tmp_path / "report"
     cmd = [sys.executable, "-m", "loadtest", "sweep", "--local", "--target", "backend", "--scenario", "keepalive_1kb",
-           "--steps", "1,2,4,8", "--warmup", f"{WARMUP_S}s", "--hold", f"{HOLD_S}s", "--wait", "0.01",
+           "--steps", "1,2,4,8", "--warmup", f"{WARMUP_S}s", "--hold", f"{HOLD_S}s", "--wait", "0.05",
            "--output", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                            preexec_fn=sigint_restored)
+                            preexec_fn=sigint_restored, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        def steps_written() -> int:
-            assert proc.poll() is None, proc.communicate(timeout=30)
-            return len(json.loads((out / "sweep.json").read_text())["steps"]) if (out / "sweep.json").exists() else 0
-
-        wait_for("two steps in sweep.json", steps_written, 180, until=lambda steps: steps >= 2)
+        # Once the third step has started, not once two are written: a sweep judged to stop after its second step
+        # (on a busy machine) was interrupted while stopping its swarm, its report whole (CI-style run, 2026-12-06).
+        wait_for_line(proc, "step 3/4: ", 180)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:

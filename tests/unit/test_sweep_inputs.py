@@ -6,6 +6,8 @@ from helpers import cli
 
 from loadtest import commands
 from loadtest.capacity import calibration
+from loadtest.commands.sweep import say_where_the_report_is
+from loadtest.judging import sweepreport
 from loadtest.runtime import prom, sweep_local
 from loadtest.runtime.locustweb import LocustWeb
 from loadtest.workload import sweep
@@ -213,3 +215,15 @@ def test_a_regions_sweep_splits_each_steps_users_and_the_spawn_rate_as_the_worke
     opened["eu"].locust["load"] = {"arrivalRate": 100}
     with pytest.raises(UsageError, match=r"region eu: .* runs the open model \(locust.load.arrivalRate 100\)"):
         regionsweep.sweepers_for(opened, spec, weights, tmp_path, tmp_path / "out", lambda line: None)
+
+
+@pytest.mark.parametrize("incomplete, said", [
+    ("interrupted during step 3 of 4", "ended early; the steps measured so far are in {out}, marked incomplete"),
+    (None, "stopped after its last step; its report is in {out}, complete"),
+])
+def test_after_ctrl_c_the_command_says_whether_the_report_it_left_is_whole(tmp_path, capsys, incomplete, said):
+    # A Ctrl-C while the swarm stops after the last step leaves a whole report: it must not be called incomplete.
+    out = tmp_path / "report"
+    sweepreport.write(sweepreport.Sweep({"scenario": "keepalive_1kb"}, "users", incomplete=incomplete), out)
+    say_where_the_report_is(out)
+    assert capsys.readouterr().err.strip() == f"loadtest sweep: {said.format(out=out)}"
