@@ -104,18 +104,17 @@ def run(releases: dict[str, Release], spec: Spec, shares: dict[str, float] | Non
         try:
             for index, (load, part) in enumerate(zip(spec.loads, steps)):
                 try:
-                    record = _step(sweepers, spec, index, load, part, scrape, mine, progress)
+                    whole.records.append(_step(sweepers, spec, index, load, part, scrape, mine, progress))
+                    sweepreport.write(whole, out)
+                    if stops_at(whole, progress):
+                        break
                 except (KeyboardInterrupt, RunFailed) as e:
-                    whole.incomplete = interrupted_at(index, len(spec.loads), e)
+                    whole.incomplete = interrupted_at(index, len(spec.loads), e, len(whole.records) > index)
                     for region, s in sweepers.items():
                         mine[region].incomplete = whole.incomplete
                         s.save(mine[region])
                     sweepreport.write(whole, out)
                     raise
-                whole.records.append(record)
-                sweepreport.write(whole, out)
-                if stops_at(whole, progress):
-                    break
         finally:
             for s in sweepers.values():
                 s.stop_swarm()

@@ -241,10 +241,11 @@ def arrival_window(prometheus: Prometheus, sel: str, start_at: float, end: float
                            lagged / probes if probes > 0 else None)
 
 
-def interrupted_at(index: int, steps: int, e: BaseException) -> str:
-    """Why a sweep ended during a step: Ctrl-C, or the step's failure."""
+def interrupted_at(index: int, steps: int, e: BaseException, recorded: bool = False) -> str:
+    """Why a sweep ended at a step: Ctrl-C or the step's failure, during the step, or Ctrl-C once it was `recorded`
+    (while its report was written: the steps after it were never run)."""
     if isinstance(e, KeyboardInterrupt):
-        return f"interrupted during step {index + 1} of {steps}"
+        return f"interrupted {'after' if recorded else 'during'} step {index + 1} of {steps}"
     return f"step {index + 1} of {steps} failed: {e}"
 
 
@@ -303,15 +304,14 @@ class Sweeper:
         try:
             for index, load in enumerate(spec.loads):
                 try:
-                    record = self.step(index, load, scrape_s)
+                    sweep.records.append(self.step(index, load, scrape_s))
+                    self.save(sweep)
+                    if stops_at(sweep, self.progress):
+                        break
                 except (KeyboardInterrupt, RunFailed) as e:
-                    sweep.incomplete = interrupted_at(index, len(spec.loads), e)
+                    sweep.incomplete = interrupted_at(index, len(spec.loads), e, len(sweep.records) > index)
                     self.save(sweep)
                     raise
-                sweep.records.append(record)
-                self.save(sweep)
-                if stops_at(sweep, self.progress):
-                    break
         finally:
             self.stop_swarm()
         return sweep

@@ -3,8 +3,12 @@ import dataclasses
 import json
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from loadtest.judging import sweepreport
 from loadtest.judging.knee import Step
+from loadtest.runtime.sweeper import Sweeper
+from loadtest.workload.sweep import MIN_WARMUP_S, Spec
 
 
 def sweep(saturated_at=None, of="users", scenario="keepalive_1kb"):
@@ -72,3 +76,46 @@ def test_an_incomplete_sweep_says_so_everywhere_and_rewrites_whole_files(tmp_pat
     for kind in ("markdown", "html"):
         assert "INCOMPLETE after 3 step(s)" in files[kind].read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "sizing.md", "steps.csv", "sweep.json"]
+
+
+class Driver:
+    """What Sweeper.run asks of its driver outside its steps (the steps are the test's)."""
+
+    class prometheus:
+        scrape_interval_s = staticmethod(lambda: 1.0)
+        version = staticmethod(lambda: "test")
+
+    class locust:
+        stop = staticmethod(lambda: None)
+
+    conditions = staticmethod(dict)
+
+
+@pytest.mark.parametrize("interrupted_in, incomplete", [("step", "interrupted during step 2 of 4"),
+                                                        ("save", "interrupted after step 2 of 4")])
+def test_a_sweep_interrupted_between_its_steps_is_marked_incomplete_too(tmp_path, monkeypatch, interrupted_in,
+                                                                        incomplete):
+    # Ctrl-C while a step's report is written, not only during a step: the steps after it never ran.
+    records = iter(sweep().records)
+
+    def step(self, index, load, scrape_s):
+        if interrupted_in == "step" and index == 1:
+            raise KeyboardInterrupt
+        return next(records)
+
+    saved = []
+
+    def save(self, s):
+        saved.append(s.incomplete)
+        sweepreport.write(s, tmp_path)
+        if interrupted_in == "save" and len(saved) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Sweeper, "step", step)
+    monkeypatch.setattr(Sweeper, "save", save)
+    spec = Spec("users", [1, 2, 4, 8], MIN_WARMUP_S, 6, 10, 0)
+    with pytest.raises(KeyboardInterrupt):
+        Sweeper(Driver(), spec, progress=lambda _: None, report_dir=tmp_path).run()
+    data = json.loads((tmp_path / "sweep.json").read_text())
+    assert data["complete"] is False and data["incomplete"] == incomplete
+    assert len(data["steps"]) == (1 if interrupted_in == "step" else 2)
