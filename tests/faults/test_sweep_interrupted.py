@@ -28,8 +28,8 @@ def test_a_sweep_interrupted_after_two_steps_leaves_both_in_its_report(tmp_path)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
                             preexec_fn=sigint_restored, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        # Once the third step has started, not once two are written: a sweep judged to stop after its second step
-        # (on a busy machine) was interrupted while stopping its swarm, its report whole (CI-style run, 2026-12-06).
+        # Once the third step has started, not once two are written: a Ctrl-C sent then could land while the second
+        # step's report was still being written, or after a sweep judged to stop there (a whole run, 2026-12-06).
         wait_for_line(proc, "step 3/4: ", 180)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
