@@ -320,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     if pairs:
         print(f"\nLeanHttpUser / its own connection loop (leanhttp-loop), side by side, each run's: "
               f"{spread(own_loop_ratios(pairs), '{:.2f}')} (a ratio inside the project, both measured over the same "
-              "seconds: it holds from host to host, and within a run the host's speed is the same for both)")
+              "seconds, so the host's speed is the same for both; it moves less from host to host than a ratio to "
+              "wrk, not nothing: docs/own-test.md)")
     shutil.rmtree(workdir)
     return 0
 
