@@ -155,11 +155,16 @@ def machine(tmp_path_factory):
     env = {"HOME": os.environ["HOME"], "PATH": system, "LANG": "C.UTF-8", "XDG_CACHE_HOME": str(root / "cache"),
            # pip's and Go's caches (downloads, built wheels, compiled packages): the venv, helm and the calibration
            # are the fresh cache's, made by its scripts/local.
-           "PIP_CACHE_DIR": str(CACHE / "pip"), "GOCACHE": str(CACHE / "go-build"),
-           "GOMODCACHE": os.environ.get("GOMODCACHE", str(Path.home() / "go" / "pkg" / "mod")),
-           "GOFLAGS": "-modcacherw", "CI": "true"}
+           "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(CACHE / "pip")), "GOFLAGS": "-modcacherw",
+           "CI": "true"}
     if shutil.which("go"):
         env["PATH"] += ":" + str(Path(shutil.which("go")).parent)
+        # The folders the suite's own set-up used, as the go command finds them (GOPATH or GOMODCACHE, XDG_CACHE_HOME
+        # or GOCACHE): compiled objects are keyed by their sources' paths, so helm's are found only beside the same
+        # module cache (with GOPATH elsewhere and ~/go/pkg/mod assumed, helm was compiled anew, under the suite's
+        # first phase: scripts/local ran past its 420 s).
+        for name in ("GOMODCACHE", "GOCACHE"):
+            env[name] = subprocess.run(["go", "env", name], capture_output=True, text=True, check=True).stdout.strip()
     mounts = "".join(f"mount --bind /dev/null {shlex.quote(p)}\n" for p in hide if p)
     go_bin = Path.home() / "go" / "bin"
     if go_bin.is_dir():  # tools `go install`ed before: a fresh machine has none
