@@ -17,7 +17,9 @@ user gives). The same diagnosis is the rule `loadtest:advice`, shown beside the 
 the next steady window and prints before and after (RPS, p95, failures, worker CPU, verdict). If the change made
 things worse (RPS down by more than 5 %, or failures above 1 %), it says so and prints the rollback;
 --rollback-on-regression runs it.
-An applied change that made things worse exits 1; a release that cannot be tuned is bad input (2), the fix named.
+An applied change that made things worse exits 1; a release that cannot be tuned is bad input (2), the fix named;
+an applied change whose next steady window did not come (the swarm stopped or kept respawning) exits 4: nothing was
+judged.
 """
 from __future__ import annotations
 
@@ -94,6 +96,9 @@ def run(args) -> int:
         print(f"Before and after (steady windows of {before.window_s} s)")
         for line in outcome.table():
             print(line)
+        if after.window is None:
+            print(f"After            unmeasured: {after.no_window} (the change stays applied)")
+            return checks.RUN_FAILED
         if worse := outcome.worse:
             back = ["helm", "rollback", args.release, str(previous), "-n", args.namespace]
             print(f"Worse: {'; '.join(worse)}")

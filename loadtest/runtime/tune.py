@@ -129,6 +129,21 @@ def pending_workers(release: Release) -> int:
                and not p["metadata"].get("deletionTimestamp"))
 
 
+def steady_seconds(prometheus: Prometheus, release: str, span: int, scrape_s: float, at: float) -> float:
+    """How long, up to `span` s before `at`, every user of the release has run: the time since its last evaluation
+    that was not steady (users spawning or stopping, or none), all of `span` when the window holds none, 0 when it is
+    not steady now. An evaluation Prometheus missed (a scrape of the busy master lost, a rule group late) is a gap,
+    not a ramp-up: counting the window's steady samples called a steady window of a node beside a CPU hog short (3
+    of its 4, 2026-12-07)."""
+    steady = f'loadtest:steady:bool{{release="{release}"}}'
+    if not prometheus.scalar(f"max(last_over_time({steady}[{span}s]))", at):
+        return 0.0
+    # One subquery step an evaluation sees each of them; Prometheus stamps a filtered sample with its step's time
+    # or its own (versions differ), either of them within the evaluation's interval.
+    last_unsteady = prometheus.scalar(f"max(max_over_time(timestamp({steady} == 0)[{span}s:{scrape_s:g}s]))", at)
+    return float(span) if last_unsteady is None else min(float(span), max(0.0, at - last_unsteady))
+
+
 def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
     """The release now: its values, Pending workers, worker nodes, and the last window of steady samples (the
     release's rules window, monitoring.rules.windowSeconds)."""
@@ -138,14 +153,13 @@ def snapshot(release: Release, prometheus: Prometheus) -> tuning.Snapshot:
     window = rps = fail_ratio = p95 = no_window = None
     users = 0
     scrape = prometheus.scrape_interval_s()
-    # The rules' steady samples (1 with every user running) of the window, one an evaluation (a scrape interval).
-    steady = prometheus.scalar(f'sum(sum_over_time(loadtest:steady:bool{{release="{release.name}"}}'
-                               f'[{span}s]))') or 0
+    now = time.time()
+    ran = steady_seconds(prometheus, release.name, span, scrape, now)
     try:
-        if steady * scrape < span:
-            raise SweepFailed(f"every user ran for {steady * scrape:.0f} s of the last {span} s; run tune "
-                              f"again in {span - steady * scrape:.0f} s")
-        f = measure(prometheus, release.name, time.time(), span, scrape)
+        if ran < span:
+            raise SweepFailed(f"every user ran for {ran:.0f} s of the last {span} s; run tune again in "
+                              f"{span - ran:.0f} s")
+        f = measure(prometheus, release.name, now, span, scrape)
         window, rps, p95, users, fail_ratio = f.window, f.rps, f.p95_ms, round(f.users), f.failure_ratio
     except SweepFailed as e:
         no_window = str(e)  # no swarm in the window, or not for the whole window yet: nothing to judge
@@ -193,7 +207,9 @@ def rollback(release: Release, to: int, progress=print) -> None:
 def after_change(release: Release, prometheus: Prometheus, web_url: str, credentials: str | None,
                  progress=print) -> tuning.Snapshot:
     """The first steady window that holds only the changed release: every worker connected, then the rules' rate
-    window (the release's rules window) and one tune window."""
+    window (the release's rules window) and one tune window; then, while the swarm is not yet steady for a whole
+    window (users respawned as the old workers left), one more window at most. Its snapshot, without a window when
+    none came."""
     replicas = int(release.labelled("deployment", "locust-worker")["spec"]["replicas"])
     LocustWeb(web_url, credentials).wait_workers(replicas, WORKERS_TIMEOUT_S)
     scrape = prometheus.scrape_interval_s()
@@ -205,5 +221,8 @@ def after_change(release: Release, prometheus: Prometheus, web_url: str, credent
     while (left := deadline - time.monotonic()) > 0:
         time.sleep(min(15.0, left))
         progress(f"  {wait_s - max(0.0, deadline - time.monotonic()):4.0f}/{wait_s:.0f} s")
-    return snapshot(release, prometheus)
-
+    last_chance = time.monotonic() + span
+    while not (after := snapshot(release, prometheus)).window and time.monotonic() < last_chance:
+        progress("  every user has not yet run for a whole window since the change; watching on")
+        time.sleep(scrape)
+    return after

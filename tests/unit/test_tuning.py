@@ -193,9 +193,10 @@ def test_tune_judges_the_releases_rules_window_and_a_minute_without_one():
     assert "every user has run for 30 s" in idle.next_step
 
 
-def test_snapshot_counts_the_steady_samples_of_the_releases_window(monkeypatch):
-    """tune's snapshot asks the release's Prometheus for the steady samples of the release's window, and names it
-    when the swarm has not run that long."""
+def test_snapshot_judges_no_window_until_every_user_ran_for_the_releases_window(monkeypatch):
+    """tune's snapshot asks the release's Prometheus how long every user has run within the release's window, and
+    names it when the swarm has not run that long (tests/chart/test_tune_window.py holds the queries to Prometheus'
+    answers)."""
     from loadtest.runtime import tune
 
     class Release:
@@ -208,6 +209,8 @@ def test_snapshot_counts_the_steady_samples_of_the_releases_window(monkeypatch):
         def labelled(self, kind, component):
             return {"spec": {"replicas": 1}}
 
+    now = 1_800_000_000.0
+
     class Prometheus:
         queries: list[str] = []
 
@@ -215,13 +218,16 @@ def test_snapshot_counts_the_steady_samples_of_the_releases_window(monkeypatch):
             return 5.0
 
         def scalar(self, expr, at=None):
+            assert at == now
             self.queries.append(expr)
-            return 4  # 4 steady samples of 5 s: 20 s of the 30
+            return 1.0 if "last_over_time" in expr else now - 20  # steady now, since 20 s
 
+    monkeypatch.setattr(tune.time, "time", lambda: now)
     monkeypatch.setattr(tune, "node_group", lambda release, worker: None)
     monkeypatch.setattr(tune, "pending_workers", lambda release: 0)
     prometheus = Prometheus()
     s = tune.snapshot(Release(), prometheus)
     assert s.window_s == 30 and s.window is None
-    assert prometheus.queries == ['sum(sum_over_time(loadtest:steady:bool{release="lt"}[30s]))']
+    assert prometheus.queries == ['max(last_over_time(loadtest:steady:bool{release="lt"}[30s]))',
+                                  'max(max_over_time(timestamp(loadtest:steady:bool{release="lt"} == 0)[30s:5s]))']
     assert s.no_window == "every user ran for 20 s of the last 30 s; run tune again in 10 s"
