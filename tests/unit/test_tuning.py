@@ -2,12 +2,13 @@
 diagnosis and values change each must give, with the numbers from the sizing, the catalog and the rules."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 import pytest
 import yaml
 
-from loadtest_shared import verdict
+from loadtest_shared import checks, verdict
 
 from loadtest import paths
 from loadtest.capacity import catalog, profiles, sizing
@@ -231,3 +232,40 @@ def test_snapshot_judges_no_window_until_every_user_ran_for_the_releases_window(
     assert prometheus.queries == ['max(last_over_time(loadtest:steady:bool{release="lt"}[30s]))',
                                   'max(max_over_time(timestamp(loadtest:steady:bool{release="lt"} == 0)[30s:5s]))']
     assert s.no_window == "every user ran for 20 s of the last 30 s; run tune again in 10 s"
+
+
+def test_an_applied_change_whose_window_never_came_is_unmeasured_exit_4(monkeypatch, capsys):
+    """`tune --apply` upgrades, then finds no steady window after the change: the after side is said to be
+    unmeasured and nothing is judged (exit 4), never a table of dashes with exit 0. The release, its helm and its
+    Prometheus are the node layer's (tests/node/test_tune.py); here only what tune makes of a missing window."""
+    from loadtest import commands
+    from loadtest.commands import tune as tune_command
+    from loadtest.runtime import tune
+
+    after = replace(THIN, worker_cpu_m=1000, rps=None, p95_ms=None, window=None,
+                    no_window="every user ran for 15 s of the last 20 s; run tune again in 5 s")
+    upgraded = []
+
+    class Release:
+        def __init__(self, name, namespace, kubeconfig=None):
+            self.name = name
+
+        def port_forward(self, component, port):
+            return contextlib.nullcontext(f"http://127.0.0.1:1/{component}")
+
+        def web_credentials(self):
+            return None
+
+    monkeypatch.setattr(tune_command, "Release", Release)
+    monkeypatch.setattr(tune_command, "Prometheus", lambda url: url)
+    monkeypatch.setattr(tune, "check_release", lambda release: {})
+    monkeypatch.setattr(tune, "snapshot", lambda release, prometheus: THIN)
+    monkeypatch.setattr(tune, "revision", lambda release: 3)
+    monkeypatch.setattr(tune, "upgrade", lambda release, chart, changes: upgraded.append(changes))
+    monkeypatch.setattr(tune, "after_change", lambda release, prometheus, web, credentials: after)
+    code = commands.main(["tune", "--release", "lt", "--namespace", "lt", "--apply", "--yes"])
+    out = capsys.readouterr().out
+    assert upgraded == [{"locust.worker.cpu": "1000m", "locust.worker.replicas": "6"}]
+    assert code == checks.RUN_FAILED, out
+    assert "After            unmeasured: every user ran for 15 s of the last 20 s" in out
+    assert "(the change stays applied)" in out and "Now " not in out
