@@ -222,7 +222,8 @@ def after_change(release: Release, prometheus: Prometheus, web_url: str, credent
         time.sleep(min(15.0, left))
         progress(f"  {wait_s - max(0.0, deadline - time.monotonic()):4.0f}/{wait_s:.0f} s")
     last_chance = time.monotonic() + span
-    while not (after := snapshot(release, prometheus)).window and time.monotonic() < last_chance:
+    while steady_seconds(prometheus, release.name, span, scrape, time.time()) < span \
+            and time.monotonic() < last_chance:
         progress("  every user has not yet run for a whole window since the change; watching on")
         time.sleep(scrape)
-    return after
+    return snapshot(release, prometheus)
