@@ -9,14 +9,17 @@ Each run starts with vegeta paced at 4,000/s and benchmarks/steadiness.py on bot
 closed model on the same core (LeanHttpUser with CLOSED_USERS users and no wait, benchmarks/generators.py's way:
 requests over the generator's CPU seconds), and the open model's climb: from CLIMB_FROM of the closed model's rate,
 CLIMB_STEP of it apart (or the --rates given), so it reaches the open model's ceiling on any host and the rate held
-over the closed model's a core is a ratio of one run on one host, to within CLIMB_STEP. Locust runs standalone (the
+over the closed model's a core is a ratio of one run on one host, to within CLIMB_STEP. Then the open model's
+ceiling: one step asked CEILING_ASK of the closed model's rate, more than it sends, so every slot is late and what it
+sends is the most its core sends in this mode (a rate held lies below it: after a stall the backlog drains only as
+fast as the ceiling exceeds the rate, docs/open-model.md). Locust runs standalone (the
 same per-core figure as one worker: TOOLING.md) at each rate in turn, its statistics reset once its pool runs. A
 rate is held when the achieved rate is within 1 % of it and fewer than 1 % of the slots started late (for want of a
 free user or of CPU); the climb stops at the first rate not held. vegeta (built by scripts/setup) runs with one Go
 processor (-cpus 1) pinned to CPU 1, as fast as it goes: its ceiling on one core. Then both run at half the rate
 held, vegeta paced, to compare Locust's p99 (from each request's slot) with vegeta's; and the Locust process's
 largest resident memory gives its memory per 1,000 pool users. Each of --runs runs does all of that; the end prints
-min / median / max. No assertions: this prints figures and both ratios for docs/open-model.md ("Per core").
+min / median / max. No assertions: this prints figures and the ratios for docs/open-model.md ("Per core").
 """
 from __future__ import annotations
 
@@ -50,6 +53,9 @@ from loadtest.workload import arrival, scenarios
 # each rounded to CLIMB_ROUND requests/s, up to the closed model's rate. (A fixed list ran out: its top, 20,000/s,
 # was held on a host where 42,000/s was, 2026-12-01.)
 CLIMB_FROM, CLIMB_STEP, CLIMB_ROUND = 0.4, 0.05, 1000
+# The ceiling step asks this share of the closed model's rate a core: above what the open model sends on that core
+# (0.75-0.77 of it in three runs, 2026-12-07), so that it sends as fast as it can, every slot late.
+CEILING_ASK = 1.25
 # vegeta's workers when paced (the host check, half the rate held), as many as its run as fast as it goes has, and
 # no more: with one Go processor, its workers are often not back at the pacer's channel when a tick comes, so it
 # starts one more per tick, each with a connection of its own (2,384 connections for 8,000 requests at 4,000/s with
@@ -170,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
              [r.closed.rps_per_core for r in runs], "{:,.0f}"),
             ("open model held / closed model a core, in the same run (a ratio inside the project: it moves less "
              "from host to host than one to vegeta, not nothing)", open_closed_ratios(runs), "{:.2f}"),
+            ("the open model's ceiling (asked more than it sends, every slot late) / the closed model a core, in the "
+             "same run: a rate held lies below it", ceiling_closed_ratios(runs), "{:.2f}"),
             ("at half that rate, Locust's p99 from the slot minus vegeta's p99, ms (runs where vegeta sent its rate)",
              [r.half.p99_ms - r.vegeta_half.p99_ms for r in held if r.vegeta_comparable], "{:+.1f}"),
             ("Locust's memory per 1,000 pool users at the held rate, MiB", [r.best.rss_per_1000_users for r in held],
@@ -187,6 +195,7 @@ class Run:
     best: Step | None  # the highest rate held
     reference: vegeta.Attack  # vegeta as fast as it goes
     closed: Measurement | None = None  # the closed model on the same core
+    ceiling: Step | None = None  # the open model asked more than it sends (ceiling_ask)
     half: Step | None = None  # Locust at half the rate held
     vegeta_half: vegeta.Attack | None = None  # vegeta paced at that rate
     host_p99_ms: float = 0.0  # vegeta's p99 at HOST_CHECK_RATE before the run
@@ -212,10 +221,27 @@ def open_closed_ratios(runs: list[Run]) -> list[float]:
     return [r.best.offered / r.closed.rps_per_core for r in runs if r.best and r.closed and r.closed.rps_per_core]
 
 
+def ceiling_closed_ratios(runs: list[Run]) -> list[float]:
+    """Per run that measured both: what the open model sent asked more than it can (its ceiling) over the closed
+    model's requests a core. A rate held lies below the ceiling, so this ratio bounds open_closed_ratios'."""
+    return [r.ceiling.achieved / r.closed.rps_per_core for r in runs
+            if r.ceiling and r.closed and r.closed.rps_per_core]
+
+
+def rounded(rate: float) -> float:
+    """A rate to ask, to CLIMB_ROUND requests/s: never nothing."""
+    return max(CLIMB_ROUND, round(rate / CLIMB_ROUND) * CLIMB_ROUND)
+
+
+def ceiling_ask(closed_rps: float) -> float:
+    """The ceiling step's rate for a closed-model rate a core: CEILING_ASK of it."""
+    return rounded(closed_rps * CEILING_ASK)
+
+
 def climb(closed_rps: float) -> list[float]:
     """The default climb for a closed-model rate a core (see CLIMB_FROM)."""
     shares = (CLIMB_FROM + CLIMB_STEP * i for i in range(round((1 - CLIMB_FROM) / CLIMB_STEP) + 1))
-    return sorted({max(CLIMB_ROUND, round(closed_rps * share / CLIMB_ROUND) * CLIMB_ROUND) for share in shares})
+    return sorted({rounded(closed_rps * share) for share in shares})
 
 
 def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> Run:
@@ -244,8 +270,12 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
         if not step.held:
             break
         best = step
+    ceiling = locust_step(target.url, ceiling_ask(closed.rps_per_core), step_s, workdir / "ceiling")
+    print(f"the open model's ceiling: asked {ceiling.offered:,.0f}/s ({CEILING_ASK:.0%} of the closed rate), it sent "
+          f"{ceiling.achieved:,.0f}/s, {ceiling.late_share:.0%} of its slots late"
+          f"{' (held: its ceiling lies higher, the ratio below is a floor)' if ceiling.held else ''}", flush=True)
     run = Run(best, vegeta.max_rate(url, duration_s=step_s, cpus=1, workers=VEGETA_WORKERS, pin=[GENERATOR_CPU]),
-              closed=closed, host_p99_ms=host_p99_ms, steadiness=steadiness)
+              closed=closed, ceiling=ceiling, host_p99_ms=host_p99_ms, steadiness=steadiness)
     print(f"vegeta on 1 core, as fast as it goes: {run.reference.achieved_rps:,.0f} requests/s", flush=True)
     if best is not None:
         half = best.offered / 2

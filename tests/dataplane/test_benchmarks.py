@@ -135,6 +135,11 @@ def test_the_arrival_benchmark_holds_the_open_model_to_the_closed_model_of_the_s
     runs = [arrival.Run(held, None, closed), arrival.Run(None, None, closed), arrival.Run(held, None, None),
             arrival.Run(held, None, generators.Measurement("LeanHttpUser", 0, 0.0, 0.5, 0.0))]
     assert arrival.open_closed_ratios(runs) == [0.6]  # a run that held nothing or measured no closed rate has none
+    # The ceiling step: what the open model sent asked more than it can, over the same closed rate a core.
+    ceiling = replace(held, offered=12500, achieved=8000, late_share=1.0)
+    runs = [arrival.Run(held, None, closed, ceiling=ceiling), arrival.Run(None, None, closed, ceiling=ceiling),
+            arrival.Run(held, None, closed), arrival.Run(held, None, None, ceiling=ceiling)]
+    assert arrival.ceiling_closed_ratios(runs) == [0.8, 0.8]  # a run that held nothing still has its ceiling
     # vegeta's p99 at half the rate is compared only when vegeta sent that rate (unbounded, it once sent 474 of 16,000).
     paced = vegeta.Attack(offered_rps=3000, achieved_rps=2990, sent_rps=3000, requests=24000, success_ratio=1.0,
                           mean_ms=1, p50_ms=1, p90_ms=1, p99_ms=2, max_ms=3)
@@ -153,3 +158,7 @@ def test_the_arrival_benchmarks_climb_reaches_the_closed_models_rate_on_any_host
         steps = [b - a for a, b in zip(rates, rates[1:])]
         assert all(0 < step <= arrival.CLIMB_STEP * closed_rps + arrival.CLIMB_ROUND for step in steps), steps
     assert arrival.climb(100) == [arrival.CLIMB_ROUND]  # a rate never rounds to nothing
+    for closed_rps in (9_000, 61_911, 150_000):  # the ceiling step asks more than the climb's top
+        assert arrival.ceiling_ask(closed_rps) > arrival.climb(closed_rps)[-1]
+        assert arrival.ceiling_ask(closed_rps) == pytest.approx(arrival.CEILING_ASK * closed_rps,
+                                                                abs=arrival.CLIMB_ROUND)
