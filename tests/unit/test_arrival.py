@@ -297,7 +297,7 @@ def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_
     dispatcher.exhausted_since = schedule.next_at - 0.5
     assert dispatcher.wait_for_slot() == 0 and not dispatcher.idle  # it did not park
     assert dispatcher.counts.late == {"users": 1, "cpu": 0} and dispatcher.counts.slots == 1
-    assert loadtest_arrival._iteration.lateness_ms >= 1000
+    assert gevent.getcurrent().loadtest_lateness_ms >= 1000
 
 
 def test_a_slot_that_came_due_while_users_were_parked_is_the_loops_late_start_whoever_takes_it():

@@ -49,7 +49,6 @@ import time
 import gevent
 from gevent import GreenletExit, get_hub, getcurrent
 from gevent.event import Event
-from gevent.local import local
 from locust import TaskSet, events
 from locust.exception import StopUser
 from locust.runners import STATE_MISSING, LocalRunner, MasterRunner, WorkerRunner
@@ -243,7 +242,7 @@ def own_wait_times(tasks) -> list[str]:
     return found
 
 
-_iteration = local()  # per user greenlet: how late its current task started, in ms
+_clock = time.perf_counter
 
 
 class Dispatcher:
@@ -310,27 +309,31 @@ class Dispatcher:
         self._arm()
 
     def wait_for_slot(self, user=None) -> float:
-        """A user's wait_time: returns (0 s) once the user holds its slot, counted."""
-        clock = time.perf_counter
+        """A user's wait_time: returns (0 s) once the user holds its slot, counted. The path under load (a slot
+        already due, taken by the user that came free) is written out: it runs once a request."""
+        now = _clock()
         schedule = self.schedule
-        now = clock()
-        due = schedule.next_at
-        if self.sending and due is not None and due <= now:
-            slot = schedule.take(now)
+        slot = schedule.next_at
+        if slot is not None and slot <= now and self.sending and schedule.interval is not None:
+            schedule.next_at = slot + schedule.interval  # Schedule.take, written in
+            lateness = now - slot
             late = None
-            if now - slot > LATE_S:  # it waited for a user to come free, if none was when it came due
+            if lateness > LATE_S:  # it waited for a user to come free, if none was when it came due
                 exhausted = self.exhausted_since
                 late = "users" if exhausted is not None and exhausted <= slot else "cpu"
         else:
             slot = self._park()
-            late = "cpu" if clock() - slot > LATE_S else None  # a user was idle: the loop handed it late
+            lateness = _clock() - slot
+            late = "cpu" if lateness > LATE_S else None  # a user was idle: the loop handed it late
         if self.stopping.is_set():
             raise StopUser()
         counts = self.counts
         if late:
             counts.late[late] += 1
         counts.slots += 1
-        _iteration.lateness_ms = max(0.0, clock() - slot) * 1000
+        # How late the task starts after its slot (ms), for its requests' latency from the slot: an attribute of the
+        # user's greenlet (a gevent.local, per greenlet too, took twice as long to set and to read).
+        getcurrent().loadtest_lateness_ms = lateness * 1000 if lateness > 0 else 0.0
         return 0
 
     def _park(self) -> float:
@@ -442,7 +445,7 @@ def _latency_from_slots(environment, dispatcher: Dispatcher) -> None:
     def from_slot(service: float | None) -> float | None:
         """The response time from the slot of a request that took `service` ms from its send; its service time
         kept."""
-        lateness = getattr(_iteration, "lateness_ms", None)
+        lateness = getattr(getcurrent(), "loadtest_lateness_ms", None)
         if lateness is None or service is None:
             return service
         counts.service_ms.append(service)
@@ -457,8 +460,14 @@ def _latency_from_slots(environment, dispatcher: Dispatcher) -> None:
 
     def response_time_of(service: float) -> float | None:
         """What fire_from_slot reports for a request: LeanHttpUser logs it straight into the statistics
-        (leanhttp.RESPONSE_TIME_OF)."""
-        return None if stopping.is_set() else from_slot(service)
+        (leanhttp.RESPONSE_TIME_OF). from_slot written in: it runs once a request."""
+        if stopping.is_set():
+            return None
+        lateness = getattr(getcurrent(), "loadtest_lateness_ms", None)
+        if lateness is None:
+            return service
+        counts.service_ms.append(service)
+        return service + lateness
 
     setattr(fire_from_slot, leanhttp.RESPONSE_TIME_OF, response_time_of)
     hook.fire = fire_from_slot
