@@ -12,7 +12,8 @@ CLIMB_STEP of it apart (or the --rates given), so it reaches the open model's ce
 over the closed model's a core is a ratio of one run on one host, to within CLIMB_STEP. Then the open model's
 ceiling: one step asked CEILING_ASK of the closed model's rate, more than it sends, so every slot is late and what it
 sends is the most its core sends in this mode (a rate held lies below it: after a stall the backlog drains only as
-fast as the ceiling exceeds the rate, docs/open-model.md). Locust runs standalone (the
+fast as the ceiling exceeds the rate, docs/open-model.md). Then the closed model once more: the ratios take the mean
+of its two rates, the host's speed drifting over a run's minutes. Locust runs standalone (the
 same per-core figure as one worker: TOOLING.md) at each rate in turn, its statistics reset once its pool runs. A
 rate is held when the achieved rate is within 1 % of it and fewer than 1 % of the slots started late (for want of a
 free user or of CPU); the climb stops at the first rate not held. vegeta (built by scripts/setup) runs with one Go
@@ -172,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
              "{:,.0f}"),
             ("vegeta as fast as it goes on 1 core, requests/s", [r.reference.achieved_rps for r in runs], "{:,.0f}"),
             ("ratio to vegeta's per-core rate", [r.best.offered / r.reference.achieved_rps for r in held], "{:.2f}"),
-            ("the closed model (LeanHttpUser) on the same core, requests/s a core",
-             [r.closed.rps_per_core for r in runs], "{:,.0f}"),
+            ("the closed model (LeanHttpUser) on the same core, requests/s a core (the mean of before and after)",
+             [r.closed_rps for r in runs if r.closed_rps], "{:,.0f}"),
             ("open model held / closed model a core, in the same run (a ratio inside the project: it moves less "
              "from host to host than one to vegeta, not nothing)", open_closed_ratios(runs), "{:.2f}"),
             ("the open model's ceiling (asked more than it sends, every slot late) / the closed model a core, in the "
@@ -194,12 +195,20 @@ def main(argv: list[str] | None = None) -> int:
 class Run:
     best: Step | None  # the highest rate held
     reference: vegeta.Attack  # vegeta as fast as it goes
-    closed: Measurement | None = None  # the closed model on the same core
+    closed: Measurement | None = None  # the closed model on the same core, before the climb
     ceiling: Step | None = None  # the open model asked more than it sends (ceiling_ask)
+    closed_after: Measurement | None = None  # the closed model again, after the ceiling step
     half: Step | None = None  # Locust at half the rate held
     vegeta_half: vegeta.Attack | None = None  # vegeta paced at that rate
     host_p99_ms: float = 0.0  # vegeta's p99 at HOST_CHECK_RATE before the run
     steadiness: tuple[Steadiness, ...] = ()  # both CPUs', before the run
+
+    @property
+    def closed_rps(self) -> float:
+        """The closed model's requests a core: the mean of its measurements before and after the climb (0 without
+        one)."""
+        rates = [m.rps_per_core for m in (self.closed, self.closed_after) if m and m.rps_per_core]
+        return sum(rates) / len(rates) if rates else 0.0
 
     @property
     def slowed_ms(self) -> float:
@@ -218,14 +227,13 @@ class Run:
 def open_closed_ratios(runs: list[Run]) -> list[float]:
     """Per run that held a rate and measured the closed model: the open model's rate held on one core over the
     closed model's requests a core (the planner's arrival.CLOSED_SHARE)."""
-    return [r.best.offered / r.closed.rps_per_core for r in runs if r.best and r.closed and r.closed.rps_per_core]
+    return [r.best.offered / r.closed_rps for r in runs if r.best and r.closed_rps]
 
 
 def ceiling_closed_ratios(runs: list[Run]) -> list[float]:
     """Per run that measured both: what the open model sent asked more than it can (its ceiling) over the closed
     model's requests a core. A rate held lies below the ceiling, so this ratio bounds open_closed_ratios'."""
-    return [r.ceiling.achieved / r.closed.rps_per_core for r in runs
-            if r.ceiling and r.closed and r.closed.rps_per_core]
+    return [r.ceiling.achieved / r.closed_rps for r in runs if r.ceiling and r.closed_rps]
 
 
 def rounded(rate: float) -> float:
@@ -274,8 +282,13 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
     print(f"the open model's ceiling: asked {ceiling.offered:,.0f}/s ({CEILING_ASK:.0%} of the closed rate), it sent "
           f"{ceiling.achieved:,.0f}/s, {ceiling.late_share:.0%} of its slots late"
           f"{' (held: its ceiling lies higher, the ratio below is a floor)' if ceiling.held else ''}", flush=True)
+    (workdir / "closed-after").mkdir()
+    closed_after = closed_model("LeanHttpUser", target, CLOSED_USERS, step_s, workdir / "closed-after")
     run = Run(best, vegeta.max_rate(url, duration_s=step_s, cpus=1, workers=VEGETA_WORKERS, pin=[GENERATOR_CPU]),
-              closed=closed, ceiling=ceiling, host_p99_ms=host_p99_ms, steadiness=steadiness)
+              closed=closed, ceiling=ceiling, closed_after=closed_after, host_p99_ms=host_p99_ms,
+              steadiness=steadiness)
+    print(f"the closed model again: {closed_after.rps_per_core:,.0f} requests/s a core (the ratios take the mean, "
+          f"{run.closed_rps:,.0f})", flush=True)
     print(f"vegeta on 1 core, as fast as it goes: {run.reference.achieved_rps:,.0f} requests/s", flush=True)
     if best is not None:
         half = best.offered / 2

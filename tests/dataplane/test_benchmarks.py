@@ -140,6 +140,12 @@ def test_the_arrival_benchmark_holds_the_open_model_to_the_closed_model_of_the_s
     runs = [arrival.Run(held, None, closed, ceiling=ceiling), arrival.Run(None, None, closed, ceiling=ceiling),
             arrival.Run(held, None, closed), arrival.Run(held, None, None, ceiling=ceiling)]
     assert arrival.ceiling_closed_ratios(runs) == [0.8, 0.8]  # a run that held nothing still has its ceiling
+    # The closed model measured again after the climb: the ratios take the mean of both (the host's speed drifts).
+    after = generators.Measurement("LeanHttpUser", 2500, 0.5, 0.5, 0.0)  # 5,000 a core: the mean is 7,500
+    drifted = arrival.Run(held, None, closed, ceiling=ceiling, closed_after=after)
+    assert drifted.closed_rps == 7500 and arrival.Run(held, None, closed_after=after).closed_rps == 5000
+    assert arrival.open_closed_ratios([drifted]) == [0.8] and arrival.ceiling_closed_ratios([drifted]) == [8000 / 7500]
+    assert arrival.Run(held, None).closed_rps == 0.0
     # vegeta's p99 at half the rate is compared only when vegeta sent that rate (unbounded, it once sent 474 of 16,000).
     paced = vegeta.Attack(offered_rps=3000, achieved_rps=2990, sent_rps=3000, requests=24000, success_ratio=1.0,
                           mean_ms=1, p50_ms=1, p90_ms=1, p99_ms=2, max_ms=3)
