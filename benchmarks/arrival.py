@@ -55,7 +55,8 @@ from loadtest.workload import arrival, scenarios
 # was held on a host where 42,000/s was, 2026-12-01.)
 CLIMB_FROM, CLIMB_STEP, CLIMB_ROUND = 0.4, 0.05, 1000
 # The ceiling step asks this share of the closed model's rate a core: above what the open model sends on that core
-# (0.75-0.77 of it in three runs, 2026-12-07), so that it sends as fast as it can, every slot late.
+# (0.75-0.77 of it with chart 0.7.7, 0.82-0.91 with 0.7.8, three runs each, 2026-12-07), so that it sends as fast as
+# it can, every slot late.
 CEILING_ASK = 1.25
 # vegeta's workers when paced (the host check, half the rate held), as many as its run as fast as it goes has, and
 # no more: with one Go processor, its workers are often not back at the pacer's channel when a tick comes, so it
