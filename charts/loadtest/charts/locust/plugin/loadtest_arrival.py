@@ -442,25 +442,10 @@ def _latency_from_slots(environment, dispatcher: Dispatcher) -> None:
     fire = hook.fire
     counts, stopping = dispatcher.counts, dispatcher.stopping
 
-    def from_slot(service: float | None) -> float | None:
-        """The response time from the slot of a request that took `service` ms from its send; its service time
-        kept."""
-        lateness = getattr(getcurrent(), "loadtest_lateness_ms", None)
-        if lateness is None or service is None:
-            return service
-        counts.service_ms.append(service)
-        return service + lateness
-
-    def fire_from_slot(*, reverse=False, **kwargs):
-        if stopping.is_set():
-            return None
-        if "response_time" in kwargs:
-            kwargs["response_time"] = from_slot(kwargs["response_time"])
-        return fire(reverse=reverse, **kwargs)
-
     def response_time_of(service: float) -> float | None:
-        """What fire_from_slot reports for a request: LeanHttpUser logs it straight into the statistics
-        (leanhttp.RESPONSE_TIME_OF). from_slot written in: it runs once a request."""
+        """The response time from the slot of a request that took `service` ms from its send, its service time kept;
+        None while Locust stops the users. Every request's, once: fire_from_slot's, and LeanHttpUser's, which logs it
+        straight into the statistics (leanhttp.RESPONSE_TIME_OF)."""
         if stopping.is_set():
             return None
         lateness = getattr(getcurrent(), "loadtest_lateness_ms", None)
@@ -468,6 +453,13 @@ def _latency_from_slots(environment, dispatcher: Dispatcher) -> None:
             return service
         counts.service_ms.append(service)
         return service + lateness
+
+    def fire_from_slot(*, reverse=False, **kwargs):
+        if stopping.is_set():
+            return None
+        if kwargs.get("response_time") is not None:
+            kwargs["response_time"] = response_time_of(kwargs["response_time"])
+        return fire(reverse=reverse, **kwargs)
 
     setattr(fire_from_slot, leanhttp.RESPONSE_TIME_OF, response_time_of)
     hook.fire = fire_from_slot
