@@ -6,6 +6,7 @@ import gc
 import json
 import socket
 import time
+import weakref
 from types import SimpleNamespace
 
 import gevent
@@ -287,6 +288,33 @@ def test_what_the_pool_made_as_it_started_is_out_of_the_collectors_scans_once_it
     finally:
         gc.unfreeze()
         started.kill()
+
+
+def test_a_tests_pool_stopped_is_collected_once_the_next_test_starts():
+    """Frozen as it ran, a stopped pool's users (each in a cycle with its task set) were never collected: every test
+    of a worker left its pool in memory."""
+    class Pooled:
+        def __init__(self):
+            self.taskset = {"user": self}
+
+    schedule = loadtest_arrival.Schedule()
+    schedule.set_rate(1000)
+    dispatcher = loadtest_arrival.Dispatcher(schedule, loadtest_arrival.Counts(), Event())
+    try:
+        dispatcher.hold()
+        pool = [Pooled() for _ in range(10)]
+        stopped = [weakref.ref(user) for user in pool]
+        dispatcher.pool_runs()
+        gevent.sleep(0)  # the pool runs: frozen
+        del pool  # the test stops its users
+        gc.collect()
+        assert all(user() is not None for user in stopped)  # out of the collector's scans while the test runs
+        dispatcher.hold()  # the next test
+        gc.collect()
+        assert all(user() is None for user in stopped)
+    finally:
+        dispatcher._disarm()
+        gc.unfreeze()
 
 
 def test_each_slot_goes_to_the_user_that_parked_last():

@@ -305,7 +305,10 @@ class Dispatcher:
         self.warm: set = set()  # this test's users handed a slot: they hold a connection
 
     def hold(self) -> None:
-        """A test starts: no slots until its pool runs, or POOL_WAIT_S from now."""
+        """A test starts: no slots until its pool runs, or POOL_WAIT_S from now. The last test's pool, frozen when it
+        ran (_start_sending) and stopped since, goes back within the collector's reach: a user and its task set are a
+        cycle, which a frozen user's never leaves (each test's pool stayed in memory to the process's end)."""
+        gc.unfreeze()
         self.stopping.clear()
         self.warm.clear()
         self.sending = False
