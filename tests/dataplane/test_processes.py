@@ -9,14 +9,18 @@ from helpers import wait_for
 from loadtest.runtime.processes import EPHEMERAL_RANGE, LOCAL_HOST, Processes, free_port
 
 # Logs each SIGTERM it gets and takes a moment (argv[1] seconds) to shut down, as a Locust master writing its files.
+# Each line is one write: print writes its text and its newline apart, and a SIGTERM handled between the two once
+# logged "readySIGTERM" (an unbuffered stdout, the suite's whole run on 2026-12-07).
 SLOW_TO_STOP = """
 import signal, sys, time
 def stopping(*_):
-    print("SIGTERM", flush=True)
+    sys.stdout.write("SIGTERM\\n")
+    sys.stdout.flush()
     time.sleep(float(sys.argv[1]))
     sys.exit(0)
 signal.signal(signal.SIGTERM, stopping)
-print("ready", flush=True)
+sys.stdout.write("ready\\n")
+sys.stdout.flush()
 time.sleep(60)
 """
 
