@@ -3,7 +3,10 @@ fewer than 1 % late starts (keepalive_1kb, LOADTEST_ARRIVAL_RATE), beside vegeta
 
     ~/.cache/loadtest/venv/bin/python benchmarks/arrival.py [--step-s 8] [--rates 1000,2000,...] [--runs 3]
 
-nginx (one process, 1 KB file, keep-alive: benchmarks/generators.py's Target) runs on CPU 0, the generator on CPU 1.
+nginx (one process, 1 KB file, keep-alive: benchmarks/generators.py's Target) runs on CPU 0, the generator on CPU 1;
+for the benchmark's time the host's idle CPUs poll before they halt (benchmarks/host_idle.py: paced below its
+ceiling, the open model leaves nginx's CPU idle between requests, and waking a halted vCPU was charged to the
+generator's every send, as it is not on EKS, where the target runs on another node).
 Each run starts with vegeta paced at 4,000/s and benchmarks/steadiness.py on both CPUs, the host's noise: a p99 over
 10 ms there, or a CPU slowed for longer than a late start, marks the run's figures as the host's ceiling. Then the
 closed model on the same core (LeanHttpUser with CLOSED_USERS users and no wait, benchmarks/generators.py's way:
@@ -34,8 +37,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import host_idle  # sibling scripts
 import psutil
-from generators import GENERATOR_CPU, TARGET_CPU, Measurement, Target, spread  # a sibling script: the same pinned nginx
+from generators import GENERATOR_CPU, TARGET_CPU, Measurement, Target, spread  # the same pinned nginx
 from generators import measure as closed_model
 from steadiness import Steadiness, slowest_ms
 from steadiness import measure as cpu_steadiness  # and the host's CPUs, checked the same way
@@ -130,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{CLIMB_FROM * 100:.0f}%% of the run's closed-model rate a core, {CLIMB_STEP * 100:.0f}%% of "
                         "it apart)")
     parser.add_argument("--runs", type=int, default=3, help="climbs, each with its vegeta figures (default 3)")
+    host_idle.add_option(parser)
     args = parser.parse_args(argv)
     try:
         rates = [float(r) for r in args.rates.split(",") if r.strip()]
@@ -147,19 +152,21 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="loadtest-arrival-bench-"))
     target = None
     runs: list[Run] = []
-    try:
-        target = Target(workdir / "nginx")
-        for number in range(1, args.runs + 1):
-            print(f"run {number}/{args.runs}", flush=True)
-            runs.append(one_run(target, sorted(set(rates)), args.step_s, workdir / f"run-{number}"))
-    except RunFailed as e:
-        print(f"arrival benchmark: {e}", file=sys.stderr)
-        return checks.RUN_FAILED
-    finally:
-        if target is not None:
-            stop(target.proc)
+    with host_idle.for_benchmark(args.host_as_is) as idle:
+        print(f"the host: {idle}", flush=True)
+        try:
+            target = Target(workdir / "nginx")
+            for number in range(1, args.runs + 1):
+                print(f"run {number}/{args.runs}", flush=True)
+                runs.append(one_run(target, sorted(set(rates)), args.step_s, workdir / f"run-{number}"))
+        except RunFailed as e:
+            print(f"arrival benchmark: {e}", file=sys.stderr)
+            return checks.RUN_FAILED
+        finally:
+            if target is not None:
+                stop(target.proc)
     shutil.rmtree(workdir, ignore_errors=True)  # kept when a step failed: its Locust log says why
-    print(f"\nvegeta {vegeta.version()}; over {len(runs)} runs, min / median / max:")
+    print(f"\nvegeta {vegeta.version()}; the host: {idle}; over {len(runs)} runs, min / median / max:")
     if noisy := [r for r in runs if r.noisy_host]:
         print(f"{len(noisy)} of {len(runs)} run(s) on a noisy host (vegeta's p99 over {HOST_QUIET_P99_MS:g} ms at "
               f"{HOST_CHECK_RATE:,}/s, or a CPU slowed for over {verdict.LATE_MS} ms): their rates held are the "

@@ -9,7 +9,8 @@ requests / generator CPU seconds, so it holds whether the generator or the targe
 target-bound one). Every generator runs --runs times in turn; the end prints min / median / max of its RPS per core
 and of its ratio to wrk's in the same run. The "other" column is CPU 1 time used by processes this script did not
 start: anything above a few percent means the figures were disturbed. Each run starts with the host's CPUs'
-steadiness (benchmarks/steadiness.py): a CPU slowed for stretches of tens of ms lowers that run's every figure.
+steadiness (benchmarks/steadiness.py): a CPU slowed for stretches of tens of ms lowers that run's every figure. For
+the benchmark's time the host's idle CPUs poll before they halt (benchmarks/host_idle.py), as for arrival.py.
 When both are among the generators, each run then measures LeanHttpUser and its own connection loop (leanhttp-loop)
 side by side, both on CPU 1 at once, each against an nginx of its own on CPU 0: the end prints that ratio, of the
 same seconds, per run. No assertions: this prints figures for docs/own-test.md ("Which Locust user class") and for
@@ -30,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import host_idle  # sibling scripts
 import psutil
-from steadiness import measure as cpu_steadiness  # a sibling script
+from steadiness import measure as cpu_steadiness
 
 from loadtest_shared import checks
 
@@ -270,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs of every generator (default 3)")
     parser.add_argument("--generators", default=",".join(GENERATORS),
                         help=f"comma-separated subset of {', '.join(GENERATORS)}")
+    host_idle.add_option(parser)
     parser.add_argument("--raw-loop", choices=("geventhttpclient", "leanhttp"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -290,6 +293,28 @@ def main(argv: list[str] | None = None) -> int:
         names.remove("wrk")
 
     workdir = Path(tempfile.mkdtemp(prefix="loadtest-generators-"))
+    with host_idle.for_benchmark(args.host_as_is) as idle:
+        print(f"the host: {idle}", flush=True)
+        result = measure_all(names, args, workdir)
+    if result is None:
+        return checks.RUN_FAILED  # 4: the measurement could not be made (1 means a check failed)
+    runs, pairs = result
+    if len(runs) > 1:
+        print_spread(runs)
+    if pairs:
+        print(f"\nLeanHttpUser / its own connection loop (leanhttp-loop), side by side, each run's: "
+              f"{spread(own_loop_ratios(pairs), '{:.2f}')} (a ratio inside the project, both measured over the same "
+              "seconds, so the host's speed is the same for both; it moves less from host to host than a ratio to "
+              "wrk, not nothing: docs/own-test.md)")
+    print(f"the host: {idle}")
+    shutil.rmtree(workdir)
+    return 0
+
+
+def measure_all(names: list[str], args: argparse.Namespace,
+                workdir: Path) -> tuple[list[list[Measurement]], list[list[Measurement]]] | None:
+    """Each run of every generator, and of the side-by-side pair; None when a measurement could not be made (the
+    reason printed)."""
     runs: list[list[Measurement]] = []
     pairs: list[list[Measurement]] = []  # per run: the connection loop and LeanHttpUser side by side
     targets: list[Target] = []
@@ -311,19 +336,11 @@ def main(argv: list[str] | None = None) -> int:
                 print_side_by_side(pairs[-1])
     except RunFailed as e:
         print(f"generators: {e}", file=sys.stderr)
-        return checks.RUN_FAILED  # 4: the measurement could not be made (1 means a check failed)
+        return None
     finally:
         for target in targets:
             stop(target.proc)
-    if len(runs) > 1:
-        print_spread(runs)
-    if pairs:
-        print(f"\nLeanHttpUser / its own connection loop (leanhttp-loop), side by side, each run's: "
-              f"{spread(own_loop_ratios(pairs), '{:.2f}')} (a ratio inside the project, both measured over the same "
-              "seconds, so the host's speed is the same for both; it moves less from host to host than a ratio to "
-              "wrk, not nothing: docs/own-test.md)")
-    shutil.rmtree(workdir)
-    return 0
+    return runs, pairs
 
 
 def min_median_max(values) -> tuple:

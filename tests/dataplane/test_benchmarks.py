@@ -2,6 +2,7 @@
 add up. The figures themselves are the benchmarks' to print, not a test's to time."""
 from __future__ import annotations
 
+import subprocess
 import sys
 from dataclasses import replace
 
@@ -15,6 +16,7 @@ from loadtest.runtime.processes import Processes, stop
 sys.path.insert(0, str(paths.HOME / "benchmarks"))
 import arrival  # noqa: E402  (benchmark scripts, found through the path above)
 import generators  # noqa: E402
+import host_idle  # noqa: E402
 import master  # noqa: E402
 import saturation_share  # noqa: E402
 import steadiness  # noqa: E402
@@ -77,6 +79,38 @@ def test_the_cpu_check_finds_stretches_of_slow_pieces():
     # The probe itself, on both CPUs at once: a figure for each, whatever the host.
     measured = steadiness.measure([0, 1], 0.2)
     assert [m.cpu for m in measured] == [0, 1] and all(0 <= m.slow_share <= 1 for m in measured)
+
+
+def test_the_host_idle_cpus_poll_while_a_benchmark_runs_and_get_their_setting_back(tmp_path):
+    """host_idle.polling on a file standing in for haltpoll's guest_halt_poll_ns: raised for the block, set back
+    after it however it ends, SIGTERM included; a host polling longer, or without the parameter, is left as it is."""
+    parameter = tmp_path / "guest_halt_poll_ns"
+    parameter.write_text("0\n")
+    with host_idle.polling(parameter, 200_000) as said:
+        assert host_idle.current(parameter) == 200_000 and "poll 200 µs" in said and "0 ns back" in said
+    assert host_idle.current(parameter) == 0
+    with pytest.raises(RuntimeError), host_idle.polling(parameter, 200_000):
+        raise RuntimeError("a benchmark failed")
+    assert host_idle.current(parameter) == 0
+    parameter.write_text("500000")
+    with host_idle.polling(parameter, 200_000) as said:
+        assert host_idle.current(parameter) == 500_000 and "poll 500 µs" in said
+    with host_idle.polling(tmp_path / "absent", 200_000) as said:
+        assert "no cpuidle-haltpoll" in said and not (tmp_path / "absent").exists()
+    # A benchmark stopped with SIGTERM in the middle sets the host back too.
+    parameter.write_text("0")
+    script = ("import sys, time; sys.path.insert(0, sys.argv[1]); import host_idle\n"
+              "with host_idle.polling(host_idle.Path(sys.argv[2]), 200_000):\n"
+              "    print('polling', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(paths.HOME / "benchmarks"), str(parameter)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "polling\n" and host_idle.current(parameter) == 200_000
+        proc.terminate()
+        assert proc.wait(timeout=10) == 143
+    finally:
+        stop(proc)
+    assert host_idle.current(parameter) == 0
 
 
 def test_the_recording_holds_a_real_workers_messages_with_the_plugins_extras(recording):
