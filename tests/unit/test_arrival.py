@@ -377,6 +377,50 @@ def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_
     assert gevent.getcurrent().loadtest_lateness_ms >= 1000
 
 
+def test_a_slot_is_due_due_ahead_s_before_its_time_and_not_sooner():
+    """A user that comes free takes a slot within DUE_AHEAD_S of its time at once (on time, measured from its send);
+    one further ahead it parks for."""
+    dispatcher = running_dispatcher(4)  # a slot every 250 ms
+    dispatcher.sending = True
+    schedule = dispatcher.schedule
+    schedule.next_at = time.perf_counter() + loadtest_arrival.DUE_AHEAD_S / 2
+    assert dispatcher.wait_for_slot() == 0 and not dispatcher.idle  # it did not park
+    assert dispatcher.counts.slots == 1 and dispatcher.counts.late == {"users": 0, "cpu": 0}
+    assert gevent.getcurrent().loadtest_lateness_ms == 0.0
+    schedule.next_at = time.perf_counter() + 0.2
+    parked = gevent.spawn(dispatcher.wait_for_slot)
+    gevent.sleep(0)
+    assert list(dispatcher.idle) == [parked] and dispatcher.counts.slots == 1
+    parked.kill()
+
+
+def test_a_user_parked_after_a_busy_turn_of_the_loop_wakes_the_hand_out_once_for_its_slot():
+    """The hand-out's timer counts from when it is armed, not from the loop's time at the start of its turn: armed
+    after 30 ms of work in one turn, it came due those 30 ms early, and the hand-out woke, found no slot due and
+    armed again (half its wake-ups at 40,000-56,000/s)."""
+    dispatcher = running_dispatcher(4)
+    dispatcher.sending = True
+    wake_ups = []
+    hand = dispatcher._hand
+    dispatcher._hand = lambda: (wake_ups.append(time.perf_counter()), hand())
+    slot = {}
+
+    def busy_then_park():
+        gevent.sleep(0.001)  # resumed by the hub's timer, as a user is by its slot: the loop's time is this turn's
+        begun = time.perf_counter()
+        while time.perf_counter() - begun < 0.03:  # the turn's work, the loop's time left behind
+            pass
+        dispatcher.schedule.next_at = slot["at"] = time.perf_counter() + 0.02
+        dispatcher.wait_for_slot()
+        slot["woken"] = time.perf_counter()
+
+    user = gevent.spawn(busy_then_park)
+    user.join(timeout=5)
+    assert user.successful() and dispatcher.counts.slots == 1
+    assert len(wake_ups) == 1 and wake_ups[0] >= slot["at"] - loadtest_arrival.DUE_AHEAD_S
+    assert slot["woken"] >= slot["at"] - loadtest_arrival.DUE_AHEAD_S
+
+
 def test_a_slot_that_came_due_while_users_were_parked_is_the_loops_late_start_whoever_takes_it():
     """A worker stalled by its host wakes with more slots overdue than users parked: the users hand-out takes the
     first, and those its users take on their way back came due while they were free, so they are late for the
