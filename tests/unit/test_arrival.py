@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import gevent
 import pytest
-from gevent import get_hub
+from gevent import get_hub, getcurrent
 from gevent.event import Event
 from locust import User, task
 from locust.env import Environment
@@ -377,20 +377,26 @@ def test_a_user_that_comes_free_takes_a_slot_already_due_itself_and_a_slot_long_
     assert gevent.getcurrent().loadtest_lateness_ms >= 1000
 
 
-def test_a_slot_is_due_due_ahead_s_before_its_time_and_not_sooner():
+def test_a_slot_is_due_due_ahead_s_before_its_time_and_not_sooner(monkeypatch):
     """A user that comes free takes a slot within DUE_AHEAD_S of its time at once (on time, measured from its send);
     one further ahead it parks for."""
     dispatcher = running_dispatcher(4)  # a slot every 250 ms
     dispatcher.sending = True
     schedule = dispatcher.schedule
-    schedule.next_at = time.perf_counter() + loadtest_arrival.DUE_AHEAD_S / 2
-    assert dispatcher.wait_for_slot() == 0 and not dispatcher.idle  # it did not park
+    now = time.perf_counter()
+    monkeypatch.setattr(loadtest_arrival, "_clock", lambda: now)  # the user's clock, held still: a busy host aside
+    parks = []
+    park = dispatcher._park
+    dispatcher._park = lambda: (parks.append(getcurrent()), park())[1]
+    schedule.next_at = now + loadtest_arrival.DUE_AHEAD_S / 2
+    assert dispatcher.wait_for_slot() == 0 and not parks  # it did not park
     assert dispatcher.counts.slots == 1 and dispatcher.counts.late == {"users": 0, "cpu": 0}
     assert gevent.getcurrent().loadtest_lateness_ms == 0.0
+    monkeypatch.undo()
     schedule.next_at = time.perf_counter() + 0.2
     parked = gevent.spawn(dispatcher.wait_for_slot)
     gevent.sleep(0)
-    assert list(dispatcher.idle) == [parked] and dispatcher.counts.slots == 1
+    assert list(dispatcher.idle) == [parked] == parks and dispatcher.counts.slots == 1
     parked.kill()
 
 

@@ -274,9 +274,8 @@ class Dispatcher:
 
     A slot is due DUE_AHEAD_S before its time (see there). A user that finishes its task takes a slot already due
     itself (no switch: the path under load). Otherwise it parks, and the hub's timer hands the next slot, once due,
-    to the user parked last. Last in, first out: the few
-    users the rate needs keep taking the slots with their warm connections, and the rest of the pool stays parked
-    with no connection and no timer until the target slows. (Handing slots round the whole pool, each user sleeping
+    to the user parked last. Last in, first out: the few users the rate needs keep taking the slots with their warm
+    connections, and the rest of the pool stays parked with no connection and no timer until the target slows. (Handing slots round the whole pool, each user sleeping
     until its own, kept every user's connection, timer and garbage busy: 6,000/s held per core, with half-second
     stalls at the pool's start.) The timer's callback runs in the hub and switches to each user itself, which runs
     until it waits on its request: no pacer greenlet to wake and put back to sleep for every slot.
