@@ -12,7 +12,8 @@ Each run starts with vegeta paced at 4,000/s and benchmarks/steadiness.py on bot
 closed model on the same core (LeanHttpUser with CLOSED_USERS users and no wait, benchmarks/generators.py's way:
 requests over the generator's CPU seconds), and the open model's climb: from CLIMB_FROM of the closed model's rate,
 CLIMB_STEP of it apart (or the --rates given), so it reaches the open model's ceiling on any host and the rate held
-over the closed model's a core is a ratio of one run on one host, to within CLIMB_STEP. Then the open model's
+over the closed model's a core is a ratio of one run on one host; then the gap between the last rate held and the
+first not held, halved REFINE times, so that ratio is to within CLIMB_STEP / 2**REFINE. Then the open model's
 ceiling: one step asked CEILING_ASK of the closed model's rate, more than it sends, so every slot is late and what it
 sends is the most its core sends in this mode (a rate held lies below it: after a stall the backlog drains only as
 fast as the ceiling exceeds the rate, docs/open-model.md). Then the closed model once more: the ratios take the mean
@@ -58,6 +59,11 @@ from loadtest.workload import arrival, scenarios
 # each rounded to CLIMB_ROUND requests/s, up to the closed model's rate. (A fixed list ran out: its top, 20,000/s,
 # was held on a host where 42,000/s was, 2026-12-01.)
 CLIMB_FROM, CLIMB_STEP, CLIMB_ROUND = 0.4, 0.05, 1000
+# Then the rate midway between the last rate held and the first not held, REFINE times, each rounded to
+# REFINE_ROUND requests/s: where a climb ended read up to a whole step (5 % of the closed model's rate, 3,700-4,000/s
+# on the project's VM) below the highest rate the open model held, and arrival.CLOSED_SHARE is the median of such
+# readings. Two halvings cost two steps a run and leave 1.25 % of the closed model's rate.
+REFINE, REFINE_ROUND = 2, 100
 # The ceiling step asks this share of the closed model's rate a core: above what the open model sends on that core
 # (0.75-0.77 of it with chart 0.7.7, 0.82-0.91 with 0.7.8, three runs each, 2026-12-07), so that it sends as fast as
 # it can, every slot late.
@@ -132,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     # %% in a help text: argparse formats it with %.
     parser.add_argument("--rates", default="", help=f"rates to climb, requests/s (default: from "
                         f"{CLIMB_FROM * 100:.0f}%% of the run's closed-model rate a core, {CLIMB_STEP * 100:.0f}%% of "
-                        "it apart)")
+                        f"it apart, then the gap where it ended halved {REFINE} times)")
     parser.add_argument("--runs", type=int, default=3, help="climbs, each with its vegeta figures (default 3)")
     host_idle.add_option(parser)
     args = parser.parse_args(argv)
@@ -260,9 +266,21 @@ def climb(closed_rps: float) -> list[float]:
     return sorted({rounded(closed_rps * share) for share in shares})
 
 
+def midway(held: float, missed: float) -> float | None:
+    """The rate to ask between a rate held and a higher one not held, to REFINE_ROUND requests/s; None when no such
+    rate lies between them."""
+    rate = round((held + missed) / 2 / REFINE_ROUND) * REFINE_ROUND
+    return rate if held < rate < missed else None
+
+
+def print_step(step: Step, note: str = "") -> None:
+    print(f"{step.offered:>8,.0f} {step.achieved:>9,.0f} {step.late_share:>7.2%} {step.p50_ms:>4g}ms "
+          f"{step.p99_ms:>4g}ms {step.rss_mib:>5.0f}  {'held' if step.held else 'NOT held'}{note}", flush=True)
+
+
 def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> Run:
-    """The closed model's rate a core; then the climb (`rates`, or climb()'s) until a rate is not held; then
-    vegeta's ceiling, and Locust and vegeta at half the rate held."""
+    """The closed model's rate a core; then the climb (`rates`, or climb()'s and the halvings of its last gap) until
+    a rate is not held; then vegeta's ceiling, and Locust and vegeta at half the rate held."""
     url = f"{target.url}/1kb"
     host_p99_ms = vegeta.attack(url, HOST_CHECK_RATE, HOST_CHECK_S, workers=VEGETA_WORKERS, cpus=1,
                                 pin=[GENERATOR_CPU], max_workers=VEGETA_WORKERS).p99_ms
@@ -278,14 +296,23 @@ def one_run(target: Target, rates: list[float], step_s: int, workdir: Path) -> R
     print(f"the closed model (LeanHttpUser, {CLOSED_USERS} users, no wait) on 1 core: "
           f"{closed.rps_per_core:,.0f} requests/s a core", flush=True)
     print(f"{'offered':>8} {'achieved':>9} {'late':>7} {'p50':>6} {'p99':>6} {'MiB':>5}  (Locust open model, 1 core)")
-    best = None
+    best, missed = None, None
     for rate in rates or climb(closed.rps_per_core):
         step = locust_step(target.url, rate, step_s, workdir / f"rate-{rate:g}")
-        print(f"{step.offered:>8,.0f} {step.achieved:>9,.0f} {step.late_share:>7.2%} {step.p50_ms:>4g}ms "
-              f"{step.p99_ms:>4g}ms {step.rss_mib:>5.0f}  {'held' if step.held else 'NOT held'}", flush=True)
+        print_step(step)
         if not step.held:
+            missed = rate
             break
         best = step
+    for _ in range(0 if rates else REFINE):  # the rates given are the climb: none between them
+        if best is None or missed is None or (rate := midway(best.offered, missed)) is None:
+            break
+        step = locust_step(target.url, rate, step_s, workdir / f"rate-{rate:g}")
+        print_step(step, "  (between the last held and the first not)")
+        if step.held:
+            best = step
+        else:
+            missed = rate
     ceiling = locust_step(target.url, ceiling_ask(closed.rps_per_core), step_s, workdir / "ceiling")
     print(f"the open model's ceiling: asked {ceiling.offered:,.0f}/s ({CEILING_ASK:.0%} of the closed rate), it sent "
           f"{ceiling.achieved:,.0f}/s, {ceiling.late_share:.0%} of its slots late"

@@ -202,3 +202,23 @@ def test_the_arrival_benchmarks_climb_reaches_the_closed_models_rate_on_any_host
         assert arrival.ceiling_ask(closed_rps) > arrival.climb(closed_rps)[-1]
         assert arrival.ceiling_ask(closed_rps) == pytest.approx(arrival.CEILING_ASK * closed_rps,
                                                                 abs=arrival.CLIMB_ROUND)
+
+
+def test_the_arrival_benchmarks_climb_ends_by_halving_its_last_gap():
+    """After the first rate not held, the rate midway to the last held, REFINE times: the climb's figure to within
+    CLIMB_STEP / 2**REFINE of the closed model's rate, not a whole step below the rate held."""
+    assert arrival.midway(57_000, 61_000) == 59_000
+    assert arrival.midway(57_000, 59_000) == 58_000 and arrival.midway(59_000, 61_000) == 60_000
+    assert arrival.midway(1_000, 1_150) == 1_100  # rounded to REFINE_ROUND, and between the two
+    assert arrival.midway(1_000, 1_100) is None and arrival.midway(1_000, 1_000) is None  # nothing between them
+    for closed_rps in (9_000, 61_911, 76_778, 150_000):
+        rates = arrival.climb(closed_rps)
+        for held, missed in zip(rates, rates[1:]):  # wherever the climb ends, and whichever way each halving goes
+            gaps = [(held, missed)]
+            for _ in range(arrival.REFINE):
+                gaps = [half for low, high in gaps if (mid := arrival.midway(low, high)) is not None
+                        for half in ((low, mid), (mid, high))] or gaps
+            # The climb's step, rounded to CLIMB_ROUND, halved; each half rounded to REFINE_ROUND.
+            step = arrival.CLIMB_STEP * closed_rps + arrival.CLIMB_ROUND
+            widest = step / 2 ** arrival.REFINE + arrival.REFINE_ROUND
+            assert all(high - low <= widest for low, high in gaps), (closed_rps, gaps)
