@@ -3,8 +3,9 @@ chart's rules, a few seconds per step.
 
 - A capped target: HAProxy accepts at most CAP new connections a second (haproxy.sessionRateLimit) and every
   request opens one (http_close), so its capacity is known before the sweep starts. Users pace themselves (10 ms
-  between requests), so the first steps stay under the cap and the RPS rises; then it must stop at CAP while p95
-  grows, and the sweep must find the knee there, stop, and report numbers that are Prometheus' for its windows.
+  between requests), so the first step stays under the cap and the next one's RPS rises to it; then it must stop at
+  CAP while p95 grows, and the sweep must find the knee there, stop, and report numbers that are Prometheus' for its
+  windows.
 - A starved generator: the one worker held to 0.1 CPU by a CFS quota. The sweep must stop at the first
   generator-bound step and never call its RPS the target's capacity.
 """
@@ -24,9 +25,10 @@ from loadtest.runtime.sweeper import Sweeper
 from loadtest.workload import sweep
 
 CAP = 1500
-# 70-90 RPS a user on these machines: two steps under the cap (the RPS rising with the users), the cap from 32 users
-# on, and 64 users the knee (the RPS held at the cap while p95 grows).
-USERS = [4, 12, 32, 64]
+# 70-90 RPS a user on these machines: a step under the cap, the cap from 32 users on, and 64 users the knee (the RPS
+# held at the cap while p95 grows). Each step costs some 16 s of the dataplane layer; one under the cap is enough to
+# show the RPS rising with the users.
+USERS = [12, 32, 64]
 # The shortest windows the sweep takes: Locust's 10 s of latency percentiles, and one period of both the workers'
 # 3 s stats reports and Prometheus' 1 s scrapes (sweep.measured_window), so each window's count is still exact.
 WARMUP_S, HOLD_S = sweep.MIN_WARMUP_S, 3
@@ -56,7 +58,7 @@ def test_the_knee_is_found_at_the_cap(capped):
     assert knee.found and knee.generator_bound_at is None, (rps, lines)
     # Under the cap the RPS rises with the users; from the cap on it stays there.
     under = [r.step.rps for r in result.records if r.step.index < knee.capacity_step.index]
-    assert under == sorted(under) and under[-1] < 0.9 * CAP, rps
+    assert under and under[-1] < 0.9 * CAP, rps
     assert 0.95 * CAP <= knee.capacity_step.rps <= 1.05 * CAP, rps
     assert 0.95 * CAP <= knee.knee_step.rps <= 1.05 * CAP, rps
     assert knee.knee_step.p95_ms > 1.25 * knee.capacity_step.p95_ms
@@ -67,7 +69,7 @@ def test_the_knee_is_found_at_the_cap(capped):
 
 def test_progress_says_step_rps_and_verdict(capped):
     lines = capped[3]
-    assert any(line.startswith(f"step 1/{len(USERS)}: users 4") for line in lines)
+    assert any(line.startswith(f"step 1/{len(USERS)}: users {USERS[0]}") for line in lines)
     assert any("measuring" in line and "RPS" in line for line in lines)
     done = [line for line in lines if " done: " in line]
     assert len(done) == len(capped[1].records) and all("healthy" in line for line in done)
