@@ -98,38 +98,37 @@ MANY_TIMES = [(i * 7919 % 2500) / 7 + 0.1 * (i % 3) for i in range(2 * loadtest_
 
 
 @pytest.mark.parametrize("times", [FEW_TIMES, MANY_TIMES], ids=["few", "more-than-a-fold"])
-def test_service_times_folded_per_report_are_what_locust_logs_one_by_one(times):
+def test_service_times_kept_and_reported_are_what_locust_logs_one_by_one(times):
     logged = loadtest_arrival.service_entry()
+    counts = loadtest_arrival.Counts()
     for ms in times:
         logged.log(ms, 0)
-    folded = loadtest_arrival.folded(times, time.time()).serialize()
+        counts.keep_service(ms)
+    reported = counts.report()["service"]
     kept = ("num_requests", "total_response_time", "min_response_time", "max_response_time", "response_times")
-    assert {k: folded[k] for k in kept} == {k: logged.serialize()[k] for k in kept}
-    assert loadtest_arrival.folded([], time.time()).num_requests == 0
+    assert {k: reported[k] for k in kept} == {k: logged.serialize()[k] for k in kept}
+    assert loadtest_arrival.Counts().report()["service"]["num_requests"] == 0
 
 
-def test_a_report_folds_its_service_times_while_the_users_run():
-    """A second's service times folded at once held the users' loop for 7 ms (a worker's 3 s for 21 ms): the users
-    run between a report's folds, and what they count meanwhile goes into the next report, not this one."""
+def test_service_times_are_folded_as_they_come_not_at_the_report():
+    """A second's service times folded at its report took 8 ms of the users' core at once, every second: the slots
+    fell that far behind each time. A fold happens every FOLD_AT times kept; a report folds fewer than that."""
     counts = loadtest_arrival.Counts()
-    counts.slots, counts.service_ms = 3, [1.0] * (3 * loadtest_locust.FOLD_AT)
-
-    def a_user_meanwhile():
-        counts.slots += 1
-        counts.service_ms.append(2.0)
-
-    user = gevent.spawn(a_user_meanwhile)
+    for _ in range(2 * loadtest_locust.FOLD_AT + 5):
+        counts.keep_service(1.0)
+    assert len(counts.service_ms) == 5 and counts.service.num_requests == 2 * loadtest_locust.FOLD_AT
+    counts.slots = 3
     report = counts.report()
-    assert user.dead  # it ran before the report was done
-    assert report["slots"] == 3 and report["service"]["num_requests"] == 3 * loadtest_locust.FOLD_AT
-    assert counts.slots == 1 and list(counts.service_ms) == [2.0]
+    assert report["slots"] == 3 and report["service"]["num_requests"] == 2 * loadtest_locust.FOLD_AT + 5
+    assert counts.slots == 0 and counts.service_ms == [] and counts.service.num_requests == 0  # reports are deltas
 
 
 def test_totals_sum_the_workers_reports_and_write_what_the_cli_reads(tmp_path):
     counts = [loadtest_arrival.Counts(), loadtest_arrival.Counts()]
     for i, c in enumerate(counts):
         c.slots, c.late = 1000, {"users": 10 * i, "cpu": 5}
-        c.service_ms += [float(ms) for ms in range(100)]
+        for ms in range(100):
+            c.keep_service(float(ms))
     totals = loadtest_arrival.Totals(2000)
     for i, c in enumerate(counts):
         totals.add(f"w{i}", {loadtest_arrival.REPORT_KEY: c.report()})
