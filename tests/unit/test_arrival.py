@@ -107,6 +107,7 @@ def test_service_times_kept_and_reported_are_what_locust_logs_one_by_one(times):
     reported = counts.report()["service"]
     kept = ("num_requests", "total_response_time", "min_response_time", "max_response_time", "response_times")
     assert {k: reported[k] for k in kept} == {k: logged.serialize()[k] for k in kept}
+    assert sum(reported["num_reqs_per_sec"].values()) == len(times)  # each counted in the second it was folded
     assert loadtest_arrival.Counts().report()["service"]["num_requests"] == 0
 
 

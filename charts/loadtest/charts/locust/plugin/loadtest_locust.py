@@ -170,7 +170,7 @@ def _log_request(self: RequestStats, method: str, name: str, response_time: floa
 def _log(self: StatsEntry, response_time: float | None, content_length: int) -> None:
     """StatsEntry.log: one request, logged as a kept one is."""
     now = time.time()
-    _Logged(int(now), [response_time], [content_length], now).into(self)
+    Logged(int(now), [response_time], [content_length], now).into(self)
 
 
 def _fold(self: RequestStats) -> None:
@@ -192,7 +192,7 @@ def _fold(self: RequestStats) -> None:
     start = 0
     for second, count in runs:
         end = start + count
-        logged = _Logged(second, response_times[start:end], lengths[start:end], clock[end - 1])
+        logged = Logged(second, response_times[start:end], lengths[start:end], clock[end - 1])
         logged.into(total)
         run_names, run_methods = names[start:end], methods[start:end]
         if run_names.count(run_names[0]) == count and run_methods.count(run_methods[0]) == count:
@@ -203,7 +203,7 @@ def _fold(self: RequestStats) -> None:
             for index, key in enumerate(zip(run_names, run_methods), start):
                 by_key.setdefault(key, []).append(index)
             for key, indexes in by_key.items():
-                _Logged(second, [response_times[i] for i in indexes], [lengths[i] for i in indexes],
+                Logged(second, [response_times[i] for i in indexes], [lengths[i] for i in indexes],
                         clock[indexes[-1]]).into(_entry(entries, key, clock[indexes[0]]))
         start = end
 
@@ -220,8 +220,9 @@ def _entry(entries, key: tuple[str, str], first_clock: float) -> StatsEntry:
     return entry
 
 
-class _Logged:
-    """Requests of one second, as StatsEntry.log adds them to an entry."""
+class Logged:
+    """Requests of one second, as StatsEntry.log adds them to an entry (the open model's service times too,
+    loadtest_arrival.Counts)."""
 
     def __init__(self, second: int, response_times, lengths, last_time: float):
         self.second, self.count, self.last_time = second, len(response_times), last_time
