@@ -204,7 +204,7 @@ def _fold(self: RequestStats) -> None:
                 by_key.setdefault(key, []).append(index)
             for key, indexes in by_key.items():
                 Logged(second, [response_times[i] for i in indexes], [lengths[i] for i in indexes],
-                        clock[indexes[-1]]).into(_entry(entries, key, clock[indexes[0]]))
+                       clock[indexes[-1]]).into(_entry(entries, key, clock[indexes[0]]))
         start = end
 
 
